@@ -1,0 +1,123 @@
+"""The single access check: who is calling (API key or UI session) and may they do this.
+
+Every API family, native or compatible, finds the credential where its clients put it and
+then calls ``Access.check``. The rules:
+
+- no credential, or an unknown or revoked one: 401 (``Unauthorized``);
+- a job that does not exist or lies outside the key's projects: 404 (``NotFound``);
+- a key that sees the project or job but lacks the role: 403 (``Forbidden``).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+from starlette.requests import Request
+
+from ..errors import Forbidden, NotFound, Unauthorized
+from ..settings import Settings
+from ..store import ApiKey, Job, Store
+from .signing import Signer
+
+SESSION_COOKIE = "jobpulse_session"
+ADMIN_KEY_STATE = "first_admin_key_id"
+
+
+class Access:
+    def __init__(self, store: Store, settings: Settings, signer: Signer) -> None:
+        self._store = store
+        self._settings = settings
+        self._signer = signer
+        self._cache: dict[str, tuple[ApiKey, float]] = {}
+
+    # -- who -----------------------------------------------------------------------------------------
+
+    def authenticate(self, token: str | None) -> ApiKey:
+        if not token:
+            raise Unauthorized("an API key is required")
+        now = time.monotonic()
+        cached = self._cache.get(token)
+        if cached and cached[1] > now:
+            return cached[0]
+        key = self._store.keys.verify(token)
+        if key is None:
+            self._cache.pop(token, None)
+            raise Unauthorized("the API key is not valid or has been revoked")
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[token] = (key, now + self._settings.key_cache_seconds)
+        return key
+
+    def forget(self, key_id: str) -> None:
+        """Drop a revoked key from this replica's cache at once."""
+        for token in [t for t, (k, _) in self._cache.items() if k.key_id == key_id]:
+            del self._cache[token]
+
+    def native_key(self, request: Request) -> ApiKey:
+        """The caller of a native route: ``Authorization: Bearer``, ``X-API-Key``, or a UI session cookie."""
+        header = request.headers.get("authorization", "")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() == "bearer" and value:
+            return self.authenticate(value.strip())
+        if request.headers.get("x-api-key"):
+            return self.authenticate(request.headers["x-api-key"].strip())
+        cookie = request.cookies.get(SESSION_COOKIE)
+        if cookie:
+            return self.session_key(cookie)
+        raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
+
+    # -- may they ------------------------------------------------------------------------------------
+
+    def check(self, key: ApiKey, role: str, *, project: str | None = None, job: str | None = None) -> Job | None:
+        """Raise unless ``key`` may act with ``role`` on ``project`` or ``job``; answers the job."""
+        found = None
+        if job is not None:
+            found = self._store.jobs.get(job)
+            if found is None or not key.allows_project(found.project):
+                raise NotFound(f"job {job!r} does not exist", field="job")
+            project = found.project
+        if project is not None and not key.allows_project(project):
+            raise Forbidden(f"this API key has no access to project {project!r}", field="project")
+        if not key.can(role):
+            raise Forbidden(f"this API key is '{key.role}'; this needs '{role}'")
+        return found
+
+    def job(self, key: ApiKey, job: str, role: str = "read") -> Job:
+        found = self.check(key, role, job=job)
+        assert found is not None
+        return found
+
+    # -- UI sessions -----------------------------------------------------------------------------------
+
+    def login_url(self, key_id: str | None = None) -> str | None:
+        """A one-time link that opens a UI session for ``key_id`` (default: the first admin key)."""
+        key_id = key_id or self._store.state.get(ADMIN_KEY_STATE)
+        if key_id is None:
+            return None
+        token = self._signer.sign("login", {"k": key_id, "n": secrets.token_hex(8)}, ttl_s=24 * 3600)
+        return f"{self._settings.url}/login?token={token}"
+
+    def redeem_login(self, token: str) -> str:
+        """Trade a one-time login token for a session cookie value."""
+        body = self._signer.verify("login", token, field="token")
+        used = f"login_used:{body['n']}"
+        if self._store.state.get(used) is not None:
+            raise Unauthorized("this login link has been used already; run 'jobpulse login' for a new one")
+        self._store.state.set(used, "1")
+        if self._store.keys.get(body["k"]) is None:
+            raise Unauthorized("the key behind this login link has been revoked")
+        return self.session_for(body["k"])
+
+    def session_for(self, key_id: str) -> str:
+        return self._signer.sign("session", {"k": key_id}, ttl_s=self._settings.session_hours * 3600)
+
+    def session_key(self, cookie: str) -> ApiKey:
+        try:
+            body = self._signer.verify("session", cookie, field="session")
+        except Exception as exc:
+            raise Unauthorized("the session has expired or is not valid; log in again") from exc
+        key = self._store.keys.get(body["k"])
+        if key is None:
+            raise Unauthorized("the key of this session has been revoked")
+        return key

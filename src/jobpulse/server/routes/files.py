@@ -1,0 +1,38 @@
+"""Files of a job (debug images, artifacts): upload and serve back by the URL an event carries."""
+
+from __future__ import annotations
+
+import mimetypes
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import FileResponse
+
+from ...store import ApiKey
+from ..context import caller, context
+from ..responses import JSON
+from .ingest import read_body
+
+router = APIRouter(tags=["files"])
+
+
+def file_url(job: str, name: str) -> str:
+    return f"/jp/v1/jobs/{job}/files/{name}"
+
+
+@router.put("/jp/v1/jobs/{job}/files/{name:path}", summary="Upload a file of a job; answers the URL to put in events")
+async def upload(request: Request, job: str, name: str, key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    await run_in_threadpool(ctx.access.job, key, job, "write")
+    data = await read_body(request, ctx.settings.max_file_bytes)
+    size = await run_in_threadpool(ctx.files.write, job, name, data)
+    return JSON({"url": file_url(job, name), "bytes": size}, status_code=201)
+
+
+@router.get("/jp/v1/jobs/{job}/files/{name:path}", summary="Download a file of a job")
+def download(request: Request, job: str, name: str, key: ApiKey = Depends(caller)) -> FileResponse:
+    ctx = context(request)
+    ctx.access.job(key, job)
+    path = ctx.files.read_path(job, name)
+    media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return FileResponse(path, media_type=media, headers={"Cache-Control": "private, max-age=3600"})

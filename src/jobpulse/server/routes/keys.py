@@ -1,0 +1,51 @@
+"""API keys: create, list and revoke (admin keys only)."""
+
+from __future__ import annotations
+
+import orjson
+from fastapi import APIRouter, Depends, Request
+
+from ...errors import BadRequest
+from ...store import ApiKey
+from ..context import caller, context
+from ..responses import JSON
+
+router = APIRouter(tags=["keys"])
+
+
+@router.get("/jp/v1/keys", summary="Every API key (never their secrets)")
+def list_keys(request: Request, key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    ctx.access.check(key, "admin")
+    return JSON({"keys": [k.to_dict() for k in ctx.store.keys.list()]})
+
+
+@router.post("/jp/v1/keys", summary="Create a key: {name, projects, role}; the token is shown once")
+async def create_key(request: Request, key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    ctx.access.check(key, "admin")
+    try:
+        body = orjson.loads(await request.body())
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"body is not valid JSON: {exc}", field="body") from exc
+    if not isinstance(body, dict):
+        raise BadRequest("body must be a JSON object", field="body")
+    name = body.get("name", "")
+    projects = body.get("projects")
+    if not isinstance(name, str) or len(name) > 200:
+        raise BadRequest("'name' must be a string of at most 200 characters", field="name")
+    if not isinstance(projects, list) or not all(isinstance(p, str) for p in projects):
+        raise BadRequest("'projects' must be a list of project ids, or [\"*\"] for all", field="projects")
+    if not key.allows_project("*") and not all(key.allows_project(p) for p in projects):
+        raise BadRequest("a key can only grant projects its creator sees", field="projects")
+    created, token = ctx.store.keys.create(name, projects, body.get("role", "read"))
+    return JSON({"key": created.to_dict(), "token": token}, status_code=201)
+
+
+@router.delete("/jp/v1/keys/{key_id}", summary="Revoke a key; it stops working at once on this server")
+def revoke_key(request: Request, key_id: str, key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    ctx.access.check(key, "admin")
+    revoked = ctx.store.keys.revoke(key_id)
+    ctx.access.forget(key_id)
+    return JSON({"key": revoked.to_dict()})

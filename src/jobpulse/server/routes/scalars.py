@@ -1,0 +1,173 @@
+"""Training scalars and other reported events: catalogue, charts, compare, full-resolution pages, latest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Depends, Request
+
+from ...errors import BadRequest
+from ...store import ApiKey
+from ...store.events import KINDS
+from ..context import caller, context, page_args, split_list
+from ..responses import JSON, float_text, floats
+
+router = APIRouter(tags=["scalars"])
+MAX_COMPARE = 100
+MAX_LATEST = 5000
+
+
+def _axis(value: str) -> str:
+    if value not in ("iter", "time"):
+        raise BadRequest("'axis' must be 'iter' or 'time'", field="axis")
+    return value
+
+
+def _int(value: str | None, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise BadRequest(f"'{name}' must be an integer", field=name) from exc
+
+
+def _chart_json(chart: dict[str, Any]) -> dict[str, Any]:
+    for series in chart["series"]:
+        series["last"] = floats(series["last"])
+    return chart
+
+
+@router.get("/jp/v1/jobs/{job}/scalars", summary="Metrics and variants of a job, with point counts and extents")
+def scalar_metrics(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    ctx.access.job(key, job)
+    return JSON({"job": job, "metrics": ctx.store.scalars.metrics(job)})
+
+
+@router.get("/jp/v1/jobs/{job}/scalars/chart",
+            summary="A metric in N buckets over iteration or time: mean, min, max, last and count per bucket")
+def scalar_chart(request: Request, job: str, metric: str, variant: str | None = None, axis: str = "iter",
+                 buckets: str = "1000", x_min: str | None = None, x_max: str | None = None,
+                 key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    ctx.access.job(key, job)
+    chart = ctx.store.scalars.chart([job], metric, variants=split_list(variant) or None, axis=_axis(axis),
+                                    buckets=page_args(buckets, "buckets", 10_000),
+                                    x_min=_int(x_min, "x_min"), x_max=_int(x_max, "x_max"))
+    return JSON(_chart_json(chart))
+
+
+@router.get("/jp/v1/scalars/chart",
+            summary="One metric of several jobs on one shared x-range and bucket width")
+def compare_chart(request: Request, jobs: str, metric: str, variant: str | None = None, axis: str = "iter",
+                  buckets: str = "1000", x_min: str | None = None, x_max: str | None = None,
+                  key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    names = split_list(jobs)
+    if not 1 <= len(names) <= MAX_COMPARE:
+        raise BadRequest(f"'jobs' must name 1 to {MAX_COMPARE} jobs, comma separated", field="jobs")
+    for name in names:
+        ctx.access.job(key, name)
+    chart = ctx.store.scalars.chart(names, metric, variants=split_list(variant) or None, axis=_axis(axis),
+                                    buckets=page_args(buckets, "buckets", 10_000),
+                                    x_min=_int(x_min, "x_min"), x_max=_int(x_max, "x_max"))
+    return JSON(_chart_json(chart))
+
+
+@router.get("/jp/v1/jobs/{job}/scalars/points",
+            summary="Every point of a metric at full resolution, paged with a signed cursor")
+def scalar_points(request: Request, job: str, metric: str, variant: str | None = None, limit: str = "10000",
+                  cursor: str | None = None, key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    ctx.access.job(key, job)
+    after = None
+    if cursor:
+        body = ctx.signer.verify("scalars", cursor)
+        if (body["j"], body["m"], body["v"]) != (job, metric, variant):
+            raise BadRequest("'cursor' belongs to another query", field="cursor")
+        after = (body["av"], body["ai"])
+    points, nxt = ctx.store.scalars.page(job, metric, variant=variant, after=after,
+                                         limit=page_args(limit, maximum=200_000))
+    token = None
+    if nxt is not None:
+        token = ctx.signer.sign("scalars", {"j": job, "m": metric, "v": variant, "av": nxt[0], "ai": nxt[1]})
+    return JSON({"job": job, "metric": metric, "variant": points["variant"], "iter": points["iter"],
+                 "ts": points["ts"], "value": floats(points["value"]), "next_cursor": token})
+
+
+@router.api_route("/jp/v1/scalars/latest", methods=["GET", "POST"],
+                  summary="The latest value of every metric of many jobs (GET ?jobs=a,b or POST {\"jobs\": [...]})")
+async def latest(request: Request, jobs: str | None = None, key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    names = split_list(jobs)
+    if request.method == "POST":
+        try:
+            body = orjson.loads(await request.body())
+        except orjson.JSONDecodeError as exc:
+            raise BadRequest(f"body is not valid JSON: {exc}", field="body") from exc
+        names = body.get("jobs") if isinstance(body, dict) else None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BadRequest("body must be {\"jobs\": [job ids]}", field="jobs")
+    if not 1 <= len(names) <= MAX_LATEST:
+        raise BadRequest(f"'jobs' must name 1 to {MAX_LATEST} jobs", field="jobs")
+    from starlette.concurrency import run_in_threadpool
+
+    def work() -> list[dict[str, Any]]:
+        found = ctx.store.jobs.get_many(names)
+        visible = [n for n in names if n in found and key.allows_project(found[n].project)]
+        missing = [n for n in names if n not in visible]
+        if missing:
+            from ...errors import NotFound
+
+            raise NotFound(f"job {missing[0]!r} does not exist", field="jobs")
+        return ctx.store.scalars.latest(visible)
+
+    rows = await run_in_threadpool(work)
+    out: dict[str, list] = {}
+    for row in rows:
+        job = row.pop("job")
+        for name in ("value", "min", "max"):
+            row[name] = float_text(row[name])
+        out.setdefault(job, []).append(row)
+    return JSON({"jobs": {name: out.get(name, []) for name in names}})
+
+
+@router.get("/jp/v1/jobs/{job}/events/{kind}/metrics", summary="Metrics and variants of vectors, plots or images")
+def event_metrics(request: Request, job: str, kind: str, key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    ctx.access.job(key, job)
+    return JSON({"job": job, "kind": kind, "metrics": ctx.store.events.metrics(job, kind)})
+
+
+@router.get("/jp/v1/jobs/{job}/events/{kind}", summary="Vectors, plots or debug images of a job")
+def events(request: Request, job: str, kind: str, metric: str | None = None, variant: str | None = None,
+           iter_min: str | None = None, iter_max: str | None = None, last: str | None = None,
+           limit: str = "100", cursor: str | None = None, key: ApiKey = Depends(caller)) -> JSON:
+    ctx = context(request)
+    ctx.access.job(key, job)
+    if kind not in KINDS:
+        raise BadRequest(f"'kind' must be one of {', '.join(KINDS)}", field="kind")
+    size = page_args(limit, maximum=1000)
+    after = None
+    if cursor:
+        body = ctx.signer.verify("events", cursor)
+        after = tuple(body["a"])
+    rows = ctx.store.events.read(job, kind, metric=metric, variant=variant, iter_min=_int(iter_min, "iter_min"),
+                                 iter_max=_int(iter_max, "iter_max"), last_iters=_int(last, "last"), limit=size,
+                                 after=after)
+    for row in rows:
+        payload = row.pop("payload")
+        if kind == "vector":
+            row["values"] = orjson.loads(payload) if payload else []
+        elif kind == "plot":
+            row["plot"] = orjson.loads(payload) if payload else None
+        else:
+            row["meta"] = orjson.loads(payload) if payload else None
+    nxt = None
+    if len(rows) == size:
+        last_row = rows[-1]
+        nxt = ctx.signer.sign("events", {"a": [last_row["metric"], last_row["variant"], last_row["iter"],
+                                               last_row["key"]]})
+    return JSON({"job": job, "kind": kind, "events": rows, "next_cursor": nxt})

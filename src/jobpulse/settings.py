@@ -1,0 +1,106 @@
+"""Every server setting in one table: name, default and help.
+
+A setting is read from, in order: the command line (``--data-dir``), the environment
+(``JOBPULSE_DATA_DIR``), then its default here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "jobpulse"
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    help: str
+    type: type = str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("host", "127.0.0.1", "address to listen on; 0.0.0.0 exposes the server to the network"),
+    Setting("port", 8642, "TCP port to listen on", int),
+    Setting("data_dir", None, "directory for the embedded store and the file store "
+            "(default: $XDG_DATA_HOME/jobpulse, else ~/.local/share/jobpulse)", Path),
+    Setting("store", "embedded", "'embedded' (ClickHouse in-process through chdb, under data_dir) or a ClickHouse "
+            "server URL clickhouse://user:password@host:8123/database (clickhouses:// for TLS)"),
+    Setting("database", "jobpulse", "database name inside the embedded store"),
+    Setting("log_level", "info", "server log level: debug, info, warning, error"),
+    Setting("public_url", "", "URL users reach the server at, for links it prints (default: http://host:port)"),
+    Setting("raw_ttl_days", 0, "days to keep raw system-metric samples; per-minute rollups stay; 0 keeps them forever",
+            int),
+    Setting("max_body_bytes", 64 << 20, "largest ingest body accepted, after decompression, in bytes", int),
+    Setting("max_events", 1_000_000, "most events in one ingest batch", int),
+    Setting("max_file_bytes", 256 << 20, "largest uploaded file (debug image, artifact) in bytes", int),
+    Setting("key_cache_seconds", 5, "seconds a verified API key is trusted before it is checked again; "
+            "a key revoked on another replica stops working within this time", int),
+    Setting("session_hours", 24 * 7, "lifetime of a web UI session cookie, in hours", int),
+    Setting("follow_poll_ms", 500, "how often a live log follow looks for new lines, in milliseconds", int),
+    Setting("write_credentials", True, "on first start, write the admin key to the user's credentials file", bool),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8642
+    data_dir: Path = field(default_factory=default_data_dir)
+    store: str = "embedded"
+    database: str = "jobpulse"
+    log_level: str = "info"
+    public_url: str = ""
+    raw_ttl_days: int = 0
+    max_body_bytes: int = 64 << 20
+    max_events: int = 1_000_000
+    max_file_bytes: int = 256 << 20
+    key_cache_seconds: int = 5
+    session_hours: int = 24 * 7
+    follow_poll_ms: int = 500
+    write_credentials: bool = True
+
+    @property
+    def url(self) -> str:
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    @property
+    def files_dir(self) -> Path:
+        return Path(self.data_dir) / "files"
+
+
+def _convert(setting: Setting, raw: str) -> Any:
+    if setting.type is bool:
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if setting.type is int:
+        return int(raw)
+    if setting.type is Path:
+        return Path(raw).expanduser()
+    return raw
+
+
+def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Settings:
+    """Settings from ``overrides`` (command line), then ``JOBPULSE_*`` variables, then defaults."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        env = environ.get(f"JOBPULSE_{setting.name.upper()}")
+        if overrides and overrides.get(setting.name) is not None:
+            values[setting.name] = overrides[setting.name]
+        elif env not in (None, ""):
+            try:
+                values[setting.name] = _convert(setting, env)
+            except ValueError as exc:
+                raise ValueError(f"JOBPULSE_{setting.name.upper()}={env!r}: {exc}") from exc
+        elif setting.default is not None:
+            values[setting.name] = setting.default
+    return Settings(**values)
+
+
+assert {s.name for s in SETTINGS} == {f.name for f in fields(Settings)}, "settings table and Settings differ"

@@ -1,0 +1,55 @@
+"""The store: one query layer over ClickHouse SQL, on the embedded engine or a ClickHouse server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .engine import EmbeddedEngine, Engine, HttpEngine
+from .events import Events
+from .jobs import Job, Jobs, Worker
+from .keys import ApiKey, Keys
+from .logs import LogFilter, Logs
+from .scalars import Scalars
+from .schema import SCHEMA_VERSION, migrate, set_raw_ttl
+from .state import ServerState
+from .system import System
+from .usage import Usage
+from .writer import Writer
+
+__all__ = ["ApiKey", "Engine", "Job", "LogFilter", "Store", "Worker", "open_store"]
+
+
+class Store:
+    """Everything the APIs read and write, grouped by concept; all SQL lives below this object."""
+
+    def __init__(self, engine: Engine, database: str = "jobpulse", *, raw_ttl_days: int = 0) -> None:
+        self.engine = engine
+        self.database = database
+        self.previous_version = migrate(engine, database)
+        set_raw_ttl(engine, database, raw_ttl_days)
+        self.jobs = Jobs(engine, database)
+        self.scalars = Scalars(engine, database)
+        self.events = Events(engine, database)
+        self.logs = Logs(engine, database)
+        self.system = System(engine, database)
+        self.keys = Keys(engine, database)
+        self.state = ServerState(engine, database)
+        self.usage = Usage(engine, database)
+        self.writer = Writer(engine, database)
+
+    @property
+    def schema_version(self) -> int:
+        return SCHEMA_VERSION
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def open_store(url: str | None, data_dir: Path, *, database: str = "jobpulse", raw_ttl_days: int = 0) -> Store:
+    """``url`` None or ``embedded``: chdb under ``data_dir``; ``clickhouse://user:pass@host:8123/db``: a server."""
+    if url in (None, "", "embedded"):
+        path = data_dir / "clickhouse"
+        path.mkdir(parents=True, exist_ok=True)
+        return Store(EmbeddedEngine(str(path)), database, raw_ttl_days=raw_ttl_days)
+    engine = HttpEngine(url)
+    return Store(engine, engine.database, raw_ttl_days=raw_ttl_days)

@@ -1,0 +1,157 @@
+"""Transports that run ClickHouse SQL: the embedded engine (chdb) and a ClickHouse server (HTTP).
+
+Both take the same SQL with ``{name:Type}`` parameters and exchange columns as Arrow tables,
+so everything above this module is transport-agnostic.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+
+from ..errors import BadRequest, StoreUnavailable
+
+# Queries name results after the columns they come from (``toUnixTimestamp64Milli(ts) AS ts``);
+# this makes WHERE, GROUP BY and ORDER BY keep meaning the stored column.
+SESSION_SETTINGS = {"prefer_column_name_to_alias": 1}
+
+
+class Engine(Protocol):
+    """What the store needs from a transport."""
+
+    name: str
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table: ...
+
+    def command(self, sql: str, params: dict[str, Any] | None = None) -> None: ...
+
+    def insert(self, table: str, data: pa.Table) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class EmbeddedEngine:
+    """ClickHouse inside this process through chdb; one data directory per process."""
+
+    name = "embedded"
+    _lock = threading.Lock()
+    _open_paths: set[str] = set()
+
+    def __init__(self, path: str) -> None:
+        from chdb import session  # imported here: ~0.5 s and a few hundred MB, server only
+
+        with EmbeddedEngine._lock:
+            if EmbeddedEngine._open_paths and path not in EmbeddedEngine._open_paths:
+                raise StoreUnavailable(
+                    f"this process already has an embedded store open at {sorted(self._open_paths)[0]}; "
+                    "one process can own one data directory"
+                )
+            EmbeddedEngine._open_paths.add(path)
+        self.path = path
+        self._session = session.Session(path)
+        for name, value in SESSION_SETTINGS.items():
+            self._session.query(f"SET {name} = {value}", "Null")
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+        try:
+            return self._session.query(sql, "ArrowTable", params=_text_params(params))
+        except Exception as exc:  # chdb raises plain RuntimeError for every SQL failure
+            raise _translate(exc) from exc
+
+    def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        try:
+            self._session.query(sql, "Null", params=_text_params(params))
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    def insert(self, table: str, data: pa.Table) -> None:
+        columns = ", ".join(f"`{c}`" for c in data.column_names)
+        arrow_rows = data  # noqa: F841 - read by name by the Python() table function below
+        try:
+            self._session.query(f"INSERT INTO {table} ({columns}) SELECT * FROM Python(arrow_rows)", "Null")
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    def close(self) -> None:
+        self._session.close()
+        with EmbeddedEngine._lock:
+            EmbeddedEngine._open_paths.discard(self.path)
+
+
+class HttpEngine:
+    """A ClickHouse server or cluster over HTTP through clickhouse-connect."""
+
+    name = "clickhouse"
+
+    def __init__(self, url: str) -> None:
+        import clickhouse_connect
+
+        parts = urlparse(url)
+        if parts.scheme not in ("clickhouse", "clickhouses", "http", "https"):
+            raise BadRequest(f"store URL must start with clickhouse:// or clickhouses://, got {url!r}")
+        secure = parts.scheme in ("clickhouses", "https")
+        self.database = (parts.path or "/").strip("/") or "jobpulse"
+        self._client = clickhouse_connect.get_client(
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or (8443 if secure else 8123),
+            username=unquote(parts.username or "default"),
+            password=unquote(parts.password or ""),
+            secure=secure,
+            autogenerate_session_id=False,
+            settings=SESSION_SETTINGS,
+        )
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+        try:
+            return self._client.query_arrow(sql, parameters=params or None, use_strings=True)
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        try:
+            self._client.command(sql, parameters=params or None)
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    def insert(self, table: str, data: pa.Table) -> None:
+        try:
+            self._client.insert_arrow(table, data)
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _text_value(value: Any, quoted: bool) -> str:
+    if isinstance(value, str):
+        return f"'{_escape(value)}'" if quoted else _escape(value)
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_text_value(v, True) for v in value) + "]"
+    if value is None:
+        return "NULL" if quoted else "\\N"
+    return str(value)
+
+
+def _text_params(params: dict[str, Any] | None) -> dict[str, str] | None:
+    """chdb takes parameter values in ClickHouse's escaped text form; the HTTP client formats its own."""
+    if not params:
+        return None
+    return {name: _text_value(value, False) for name, value in params.items()}
+
+
+def _translate(exc: Exception) -> Exception:
+    text = str(exc)
+    # Errors caused by the query's input (bad parameter values) are the caller's, not the store's.
+    if "query parameter" in text:
+        return BadRequest(f"invalid query parameter: {text.splitlines()[0][:300]}")
+    return StoreUnavailable(f"storage engine error: {text.splitlines()[0][:500] if text else type(exc).__name__}")

@@ -1,0 +1,329 @@
+"""Jobs and their workers: registration, status transitions, listing and deletion."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import orjson
+
+from ..errors import BadRequest, Conflict, NotFound
+from .engine import Engine
+
+STATUSES = ("created", "running", "completed", "failed", "stopped")
+ENDED = frozenset({"completed", "failed", "stopped"})
+PROJECT_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+WORKER_ID = re.compile(r"^[A-Za-z0-9._:@/-]{1,128}$")
+DATA_TABLES = ("scalars", "scalars_latest", "events", "logs", "log_sizes", "system", "system_1m", "workers")
+
+
+def check_project(project: Any, field_name: str = "project") -> str:
+    if not isinstance(project, str) or not PROJECT_ID.match(project):
+        raise BadRequest(f"'{field_name}' must be 1-64 letters, digits or '-', got {project!r}", field=field_name)
+    return project
+
+
+def check_job(job: Any, field_name: str = "job") -> str:
+    if not isinstance(job, str) or not JOB_ID.match(job):
+        raise BadRequest(
+            f"'{field_name}' must be 1-128 letters, digits or '._:-' starting with a letter or digit, got {job!r}",
+            field=field_name,
+        )
+    return job
+
+
+def check_worker(worker: Any, field_name: str = "worker") -> str:
+    if not isinstance(worker, str) or not WORKER_ID.match(worker):
+        raise BadRequest(f"'{field_name}' must be 1-128 of letters, digits or '._:@/-', got {worker!r}", field=field_name)
+    return worker
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class Job:
+    job: str
+    project: str
+    name: str = ""
+    status: str = "created"
+    created: int = 0
+    started: int | None = None
+    ended: int | None = None
+    updated: int = 0
+    tags: list[str] = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+    instance_type: dict = field(default_factory=dict)
+    error_message: str = ""
+    leader: str = ""
+    locked: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Worker:
+    job: str
+    worker: str
+    status: str = "running"
+    host: str = ""
+    exit_code: int | None = None
+    started: int | None = None
+    ended: int | None = None
+    updated: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_JOB_COLUMNS = """job, project, name, status, toUnixTimestamp64Milli(created) AS created,
+    toUnixTimestamp64Milli(started) AS started, toUnixTimestamp64Milli(ended) AS ended,
+    toUnixTimestamp64Milli(updated) AS updated, tags, config, instance_type, error_message, leader, locked"""
+_WORKER_COLUMNS = """job, worker, status, host, exit_code, toUnixTimestamp64Milli(started) AS started,
+    toUnixTimestamp64Milli(ended) AS ended, toUnixTimestamp64Milli(updated) AS updated"""
+
+
+def _job_from_row(row: dict) -> Job:
+    row["config"] = orjson.loads(row["config"] or "{}")
+    row["instance_type"] = orjson.loads(row["instance_type"] or "{}")
+    row["locked"] = bool(row["locked"])
+    return Job(**row)
+
+
+class Jobs:
+    def __init__(self, engine: Engine, db: str) -> None:
+        self._engine = engine
+        self._db = db
+        self._version = 0
+
+    def _next_version(self) -> int:
+        # Monotonic within the process and ordered by wall time across replicas.
+        self._version = max(self._version + 1, time.time_ns())
+        return self._version
+
+    # -- jobs -------------------------------------------------------------------------------------
+
+    def get(self, job: str) -> Job | None:
+        rows = self._engine.query(
+            f"SELECT {_JOB_COLUMNS} FROM {self._db}.jobs FINAL WHERE job = {{job:String}} AND deleted = 0",
+            {"job": job},
+        ).to_pylist()
+        return _job_from_row(rows[0]) if rows else None
+
+    def require(self, job: str) -> Job:
+        found = self.get(job)
+        if found is None:
+            raise NotFound(f"job {job!r} does not exist")
+        return found
+
+    def get_many(self, jobs: list[str]) -> dict[str, Job]:
+        if not jobs:
+            return {}
+        rows = self._engine.query(
+            f"SELECT {_JOB_COLUMNS} FROM {self._db}.jobs FINAL WHERE job IN {{jobs:Array(String)}} AND deleted = 0",
+            {"jobs": list(jobs)},
+        ).to_pylist()
+        return {row["job"]: _job_from_row(row) for row in rows}
+
+    def list(
+        self,
+        projects: list[str] | None,
+        *,
+        status: str | None = None,
+        tag: str | None = None,
+        search: str | None = None,
+        limit: int = 100,
+        after: tuple[int, str] | None = None,
+    ) -> list[Job]:
+        """Jobs newest first; ``after`` is the (created, job) of the last job of the previous page."""
+        where = ["deleted = 0"]
+        params: dict[str, Any] = {"limit": limit}
+        if projects is not None:
+            where.append("project IN {projects:Array(String)}")
+            params["projects"] = projects
+        if status:
+            where.append("status = {status:String}")
+            params["status"] = status
+        if tag:
+            where.append("has(tags, {tag:String})")
+            params["tag"] = tag
+        if search:
+            where.append("(positionCaseInsensitiveUTF8(name, {q:String}) > 0 OR positionCaseInsensitiveUTF8(job, {q:String}) > 0)")
+            params["q"] = search
+        if after:
+            where.append("(toUnixTimestamp64Milli(created), job) < ({ac:Int64}, {aj:String})")
+            params["ac"], params["aj"] = after
+        rows = self._engine.query(
+            f"SELECT {_JOB_COLUMNS} FROM {self._db}.jobs FINAL WHERE {' AND '.join(where)} "
+            "ORDER BY created DESC, job DESC LIMIT {limit:UInt32}",
+            params,
+        ).to_pylist()
+        return [_job_from_row(row) for row in rows]
+
+    def projects(self, projects: list[str] | None) -> list[dict[str, Any]]:
+        where, params = "deleted = 0", {}
+        if projects is not None:
+            where += " AND project IN {projects:Array(String)}"
+            params["projects"] = projects
+        rows = self._engine.query(
+            f"SELECT project, count() AS jobs, countIf(status = 'running') AS running, "
+            f"toUnixTimestamp64Milli(max(updated)) AS updated FROM {self._db}.jobs FINAL WHERE {where} "
+            "GROUP BY project ORDER BY project",
+            params,
+        )
+        return rows.to_pylist()
+
+    def write(self, job: Job) -> Job:
+        """Store ``job`` as its newest version."""
+        job.updated = now_ms()
+        row = job.to_dict()
+        row["config"] = orjson.dumps(job.config).decode()
+        row["instance_type"] = orjson.dumps(job.instance_type).decode()
+        row["locked"] = int(job.locked)
+        row["deleted"] = 0
+        row["version"] = self._next_version()
+        self._insert("jobs", [row])
+        return job
+
+    def create(self, job: Job) -> tuple[Job, bool]:
+        """Register ``job`` unless it exists; answers (the job, whether it was created)."""
+        existing = self.get(job.job)
+        if existing is not None:
+            if existing.project != job.project:
+                raise Conflict(f"job {job.job!r} already exists in another project", field="job")
+            return existing, False
+        job.created = job.created or now_ms()
+        if job.status not in STATUSES:
+            raise BadRequest(f"'status' must be one of {', '.join(STATUSES)}", field="status")
+        if job.status != "created" and job.started is None:
+            job.started = job.created
+        return self.write(job), True
+
+    def ensure(self, jobs: dict[str, str], first_seen_ms: dict[str, int]) -> None:
+        """Create the jobs of ``jobs`` (job -> project) not seen before and start the created ones."""
+        existing = self.get_many(list(jobs))
+        for job_id, project in jobs.items():
+            found = existing.get(job_id)
+            if found is None:
+                start = first_seen_ms.get(job_id) or now_ms()
+                self.write(Job(job=job_id, project=project, name=job_id, status="running",
+                               created=now_ms(), started=start))
+            elif found.status == "created":
+                found.status = "running"
+                found.started = found.started or first_seen_ms.get(job_id) or now_ms()
+                self.write(found)
+
+    def update(self, job_id: str, changes: dict[str, Any]) -> Job:
+        job = self.require(job_id)
+        for name, value in changes.items():
+            if name == "status":
+                self._transition(job, value)
+            else:
+                setattr(job, name, value)
+        return self.write(job)
+
+    def _transition(self, job: Job, status: str) -> None:
+        if status not in STATUSES:
+            raise BadRequest(f"'status' must be one of {', '.join(STATUSES)}, got {status!r}", field="status")
+        if status == job.status:
+            return
+        if status == "created":
+            raise Conflict(f"job {job.job!r} is {job.status}; it cannot go back to created", field="status")
+        now = now_ms()
+        if status == "running":
+            job.ended = None
+            job.started = job.started or now
+        else:
+            job.started = job.started or now
+            job.ended = now
+        job.status = status
+
+    def delete(self, job_id: str) -> None:
+        """Delete a job and every row of its data."""
+        job = self.require(job_id)
+        for table in DATA_TABLES:
+            self._engine.command(f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id})
+        row = job.to_dict()
+        row.update(config="{}", instance_type="{}", locked=0, deleted=1, version=self._next_version(),
+                   updated=now_ms())
+        self._insert("jobs", [row])
+
+    # -- workers ----------------------------------------------------------------------------------
+
+    def workers(self, job: str) -> list[Worker]:
+        rows = self._engine.query(
+            f"SELECT {_WORKER_COLUMNS} FROM {self._db}.workers FINAL "
+            "WHERE job = {job:String} AND deleted = 0 ORDER BY length(worker), worker",
+            {"job": job},
+        ).to_pylist()
+        return [Worker(**row) for row in rows]
+
+    def ensure_workers(self, pairs: set[tuple[str, str]], first_seen_ms: dict[str, int]) -> None:
+        if not pairs:
+            return
+        jobs = sorted({job for job, _ in pairs})
+        rows = self._engine.query(
+            f"SELECT job, worker FROM {self._db}.workers FINAL WHERE job IN {{jobs:Array(String)}} AND deleted = 0",
+            {"jobs": jobs},
+        ).to_pylist()
+        known = {(r["job"], r["worker"]) for r in rows}
+        new = [Worker(job=j, worker=w, status="running", started=first_seen_ms.get(j) or now_ms())
+               for j, w in sorted(pairs - known)]
+        if new:
+            self._write_workers(new)
+
+    def set_worker(self, job_id: str, worker: str, changes: dict[str, Any]) -> Worker:
+        job = self.require(job_id)
+        current = {w.worker: w for w in self.workers(job_id)}
+        found = current.get(worker) or Worker(job=job_id, worker=worker, status="running", started=now_ms())
+        status = changes.get("status", found.status)
+        if status not in STATUSES:
+            raise BadRequest(f"'status' must be one of {', '.join(STATUSES)}, got {status!r}", field="status")
+        for name, value in changes.items():
+            setattr(found, name, value)
+        if status in ENDED:
+            found.ended = found.ended or now_ms()
+        else:
+            found.ended = None
+        self._write_workers([found])
+        current[worker] = found
+        self._follow_workers(job, list(current.values()))
+        return found
+
+    def _follow_workers(self, job: Job, workers: list[Worker]) -> None:
+        """Start a created job when a worker runs; end it when all its workers have ended."""
+        statuses = [w.status for w in workers]
+        if any(s not in ENDED for s in statuses):
+            if job.status == "created" or job.status in ENDED:
+                self._transition(job, "running")
+                self.write(job)
+            return
+        final = "failed" if "failed" in statuses else "stopped" if "stopped" in statuses else "completed"
+        if job.status != final:
+            failed = [w for w in workers if w.status == "failed"]
+            if failed and not job.error_message:
+                first = failed[0]
+                job.error_message = f"{first.worker} failed" + (
+                    f" with exit code {first.exit_code}" if first.exit_code is not None else "")
+            self._transition(job, final)
+            self.write(job)
+
+    def _write_workers(self, workers: list[Worker]) -> None:
+        now = now_ms()
+        rows = []
+        for w in workers:
+            w.updated = now
+            row = w.to_dict()
+            row.update(deleted=0, version=self._next_version())
+            rows.append(row)
+        self._insert("workers", rows)
+
+    def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
+        from .columns import rows_to_arrow
+
+        self._engine.insert(f"{self._db}.{table}", rows_to_arrow(table, rows))

@@ -1,0 +1,170 @@
+"""Training scalars: catalogue, downsampled charts, full-resolution pages and latest values."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from ..errors import BadRequest
+from .engine import Engine
+
+Axis = Literal["iter", "time"]
+MAX_BUCKETS = 10_000
+MAX_PAGE = 200_000
+
+
+def _x_expr(axis: Axis) -> str:
+    return "iter" if axis == "iter" else "toUnixTimestamp64Milli(ts)"
+
+
+class Scalars:
+    def __init__(self, engine: Engine, db: str) -> None:
+        self._engine = engine
+        self._db = db
+
+    def metrics(self, job: str) -> list[dict[str, Any]]:
+        """Every metric of ``job`` with its variants, points and x extent."""
+        rows = self._engine.query(
+            f"""SELECT metric, variant, min(first_iter) AS first_iter, max(last_iter) AS last_iter,
+                toUnixTimestamp64Milli(min(first_ts)) AS first_ts, toUnixTimestamp64Milli(max(last_ts)) AS last_ts,
+                sum(points) AS points
+            FROM {self._db}.scalars_latest WHERE job = {{job:String}}
+            GROUP BY metric, variant ORDER BY metric, variant""",
+            {"job": job},
+        ).to_pylist()
+        out: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            entry = out.setdefault(row["metric"], {"metric": row["metric"], "variants": []})
+            entry["variants"].append({k: row[k] for k in ("variant", "first_iter", "last_iter", "first_ts",
+                                                           "last_ts", "points")})
+        return list(out.values())
+
+    def extent(self, jobs: list[str], metric: str, variants: list[str] | None, axis: Axis) -> tuple[int, int] | None:
+        """The smallest and largest x of a metric over ``jobs`` (from the latest-value rollup)."""
+        lo, hi = ("first_iter", "last_iter") if axis == "iter" else ("first_ts", "last_ts")
+        conv = "" if axis == "iter" else "toUnixTimestamp64Milli"
+        where, params = self._where(jobs, metric, variants)
+        row = self._engine.query(
+            f"SELECT {conv}(min({lo})) AS lo, {conv}(max({hi})) AS hi, count() AS n "
+            f"FROM {self._db}.scalars_latest WHERE {where}",
+            params,
+        ).to_pylist()[0]
+        if not row["n"] or row["lo"] is None:
+            return None
+        return int(row["lo"]), int(row["hi"])
+
+    def chart(
+        self,
+        jobs: list[str],
+        metric: str,
+        *,
+        variants: list[str] | None = None,
+        axis: Axis = "iter",
+        buckets: int = 1000,
+        x_min: int | None = None,
+        x_max: int | None = None,
+    ) -> dict[str, Any]:
+        """``buckets`` buckets of one shared width over one x-range for every job and variant.
+
+        Each bucket carries the mean, min and max of its finite values, its last value (by x) and
+        its point count, so a spike inside a bucket stays visible.
+        """
+        if not 1 <= buckets <= MAX_BUCKETS:
+            raise BadRequest(f"'buckets' must be between 1 and {MAX_BUCKETS}", field="buckets")
+        extent = self.extent(jobs, metric, variants, axis)
+        if extent is None:
+            return {"metric": metric, "axis": axis, "range": None, "bucket_width": None, "series": []}
+        lo = extent[0] if x_min is None else x_min
+        hi = extent[1] if x_max is None else x_max
+        if hi < lo:
+            raise BadRequest("'x_max' must not be smaller than 'x_min'", field="x_max")
+        width = max(1, math.ceil((hi - lo + 1) / buckets))
+        x = _x_expr(axis)
+        where, params = self._where(jobs, metric, variants)
+        params.update(lo=lo, hi=hi, w=width)
+        table = self._engine.query(
+            f"""SELECT job, variant, intDiv({x} - {{lo:Int64}}, {{w:Int64}}) AS b,
+                avgIfOrNull(value, isFinite(value)) AS mean, minIfOrNull(value, isFinite(value)) AS min,
+                maxIfOrNull(value, isFinite(value)) AS max, argMax(value, {x}) AS last, count() AS count,
+                min({x}) AS x_first, max({x}) AS x_last
+            FROM {self._db}.scalars FINAL
+            WHERE {where} AND {x} BETWEEN {{lo:Int64}} AND {{hi:Int64}}
+            GROUP BY job, variant, b ORDER BY job, variant, b""",
+            params,
+        )
+        series = []
+        cols = {name: table.column(name).to_pylist() for name in table.column_names}
+        start = 0
+        n = table.num_rows
+        while start < n:
+            end = start
+            key = (cols["job"][start], cols["variant"][start])
+            while end < n and (cols["job"][end], cols["variant"][end]) == key:
+                end += 1
+            series.append({
+                "job": key[0], "variant": key[1],
+                "x": [lo + b * width for b in cols["b"][start:end]],
+                **{name: cols[name][start:end] for name in ("mean", "min", "max", "last", "count",
+                                                            "x_first", "x_last")},
+            })
+            start = end
+        return {"metric": metric, "axis": axis, "range": [lo, hi], "bucket_width": width, "series": series}
+
+    def page(
+        self,
+        job: str,
+        metric: str,
+        *,
+        variant: str | None = None,
+        after: tuple[str, int] | None = None,
+        limit: int = 10_000,
+    ) -> tuple[dict[str, list], tuple[str, int] | None]:
+        """Points at full resolution in (variant, iter) order; answers them and the position after them."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise BadRequest(f"'limit' must be between 1 and {MAX_PAGE}", field="limit")
+        where, params = self._where([job], metric, [variant] if variant is not None else None)
+        if after is not None:
+            where += " AND (variant, iter) > ({av:String}, {ai:Int64})"
+            params.update(av=after[0], ai=after[1])
+        params["limit"] = limit
+        table = self._engine.query(
+            f"SELECT variant, iter, toUnixTimestamp64Milli(ts) AS ts, value FROM {self._db}.scalars FINAL "
+            f"WHERE {where} ORDER BY variant, iter LIMIT {{limit:UInt32}}",
+            params,
+        )
+        cols = {
+            "variant": table.column("variant").to_pylist(),
+            "iter": table.column("iter").to_pylist(),
+            "ts": table.column("ts").to_pylist(),
+            "value": table.column("value").to_numpy(),
+        }
+        nxt = (cols["variant"][-1], cols["iter"][-1]) if table.num_rows == limit else None
+        return cols, nxt
+
+    def latest(self, jobs: list[str]) -> list[dict[str, Any]]:
+        """The last value (by iteration) of every metric and variant of each job, with min and max."""
+        if not jobs:
+            return []
+        return self._engine.query(
+            f"""SELECT job, metric, variant, argMaxMerge(last) AS value, max(last_iter) AS iter,
+                toUnixTimestamp64Milli(max(last_ts)) AS ts, min(min_value) AS min, max(max_value) AS max,
+                sum(points) AS points
+            FROM {self._db}.scalars_latest WHERE job IN {{jobs:Array(String)}}
+            GROUP BY job, metric, variant ORDER BY job, metric, variant""",
+            {"jobs": list(jobs)},
+        ).to_pylist()
+
+    def _where(self, jobs: list[str], metric: str, variants: list[str] | None) -> tuple[str, dict[str, Any]]:
+        params: dict[str, Any] = {"metric": metric}
+        if len(jobs) == 1:
+            where = "job = {job:String} AND metric = {metric:String}"
+            params["job"] = jobs[0]
+        else:
+            where = "job IN {jobs:Array(String)} AND metric = {metric:String}"
+            params["jobs"] = list(jobs)
+        if variants is not None:
+            where += " AND variant IN {variants:Array(String)}"
+            params["variants"] = list(variants)
+        return where, params
+
+

@@ -1,0 +1,125 @@
+"""The ClickHouse schema and its versioned upgrades.
+
+Every table is ordered so that the reads the APIs make are range scans of one job.
+``migrate`` applies, in order, the steps newer than the version recorded in
+``schema_version``; a step only adds, so upgrading never loses data.
+"""
+
+from __future__ import annotations
+
+from .engine import Engine
+
+# Each step is a list of statements; ``{db}`` is the database name. Append new steps, never edit old ones.
+MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE IF NOT EXISTS {db}.jobs (
+            job String, project String, name String, status LowCardinality(String),
+            created DateTime64(3), started Nullable(DateTime64(3)), ended Nullable(DateTime64(3)),
+            updated DateTime64(3), tags Array(String), config String, instance_type String,
+            error_message String, leader String, locked UInt8, deleted UInt8, version UInt64
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY job""",
+        """CREATE TABLE IF NOT EXISTS {db}.workers (
+            job String, worker String, status LowCardinality(String), host String,
+            exit_code Nullable(Int32), started Nullable(DateTime64(3)), ended Nullable(DateTime64(3)),
+            updated DateTime64(3), deleted UInt8, version UInt64
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY (job, worker)""",
+        """CREATE TABLE IF NOT EXISTS {db}.scalars (
+            job String, metric String, variant String, iter Int64, ts DateTime64(3), value Float64,
+            worker LowCardinality(String), model_event UInt8, inserted DateTime64(6) DEFAULT now64(6)
+        ) ENGINE = ReplacingMergeTree(inserted) ORDER BY (job, metric, variant, iter)""",
+        """CREATE TABLE IF NOT EXISTS {db}.scalars_latest (
+            job String, metric String, variant String,
+            last AggregateFunction(argMax, Float64, Tuple(Int64, DateTime64(6))),
+            first_iter SimpleAggregateFunction(min, Int64),
+            last_iter SimpleAggregateFunction(max, Int64),
+            first_ts SimpleAggregateFunction(min, DateTime64(3)),
+            last_ts SimpleAggregateFunction(max, DateTime64(3)),
+            min_value SimpleAggregateFunction(min, Nullable(Float64)),
+            max_value SimpleAggregateFunction(max, Nullable(Float64)),
+            points SimpleAggregateFunction(sum, UInt64)
+        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant)""",
+        """CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.scalars_latest_mv TO {db}.scalars_latest AS
+            SELECT job, metric, variant, argMaxState(value, (iter, inserted)) AS last,
+                   min(iter) AS first_iter, max(iter) AS last_iter, min(ts) AS first_ts, max(ts) AS last_ts,
+                   minIfOrNull(value, isFinite(value)) AS min_value,
+                   maxIfOrNull(value, isFinite(value)) AS max_value,
+                   count() AS points
+            FROM {db}.scalars GROUP BY job, metric, variant""",
+        """CREATE TABLE IF NOT EXISTS {db}.events (
+            job String, kind LowCardinality(String), metric String, variant String, iter Int64,
+            key String, ts DateTime64(3), worker LowCardinality(String), url String, payload String,
+            model_event UInt8, inserted DateTime64(6) DEFAULT now64(6)
+        ) ENGINE = ReplacingMergeTree(inserted) ORDER BY (job, kind, metric, variant, iter, key)""",
+        """CREATE TABLE IF NOT EXISTS {db}.logs (
+            job String, ts DateTime64(3), worker LowCardinality(String), seq UInt64,
+            level LowCardinality(String), msg String,
+            INDEX msg_ngrams lower(msg) TYPE ngrambf_v1(3, 65536, 2, 0) GRANULARITY 1
+        ) ENGINE = ReplacingMergeTree ORDER BY (job, ts, worker, seq)""",
+        """CREATE TABLE IF NOT EXISTS {db}.log_sizes (
+            job String, worker LowCardinality(String),
+            bytes SimpleAggregateFunction(sum, UInt64), lines SimpleAggregateFunction(sum, UInt64)
+        ) ENGINE = AggregatingMergeTree ORDER BY (job, worker)""",
+        """CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.log_sizes_mv TO {db}.log_sizes AS
+            SELECT job, worker, sum(length(msg) + 1) AS bytes, count() AS lines
+            FROM {db}.logs GROUP BY job, worker""",
+        """CREATE TABLE IF NOT EXISTS {db}.system (
+            job String, worker LowCardinality(String), metric LowCardinality(String),
+            device LowCardinality(String), ts DateTime64(3), value Float64
+        ) ENGINE = ReplacingMergeTree ORDER BY (job, worker, metric, device, ts)""",
+        """CREATE TABLE IF NOT EXISTS {db}.system_1m (
+            job String, worker LowCardinality(String), metric LowCardinality(String),
+            device LowCardinality(String), minute DateTime,
+            sum SimpleAggregateFunction(sum, Float64), count SimpleAggregateFunction(sum, UInt64),
+            min SimpleAggregateFunction(min, Float64), max SimpleAggregateFunction(max, Float64),
+            last AggregateFunction(argMax, Float64, DateTime64(3))
+        ) ENGINE = AggregatingMergeTree ORDER BY (job, worker, metric, device, minute)""",
+        """CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.system_1m_mv TO {db}.system_1m AS
+            SELECT job, worker, metric, device, toStartOfMinute(ts) AS minute,
+                   sum(value) AS sum, count() AS count, min(value) AS min, max(value) AS max,
+                   argMaxState(value, ts) AS last
+            FROM {db}.system GROUP BY job, worker, metric, device, minute""",
+        """CREATE TABLE IF NOT EXISTS {db}.api_keys (
+            key_id String, secret_hash String, name String, projects Array(String),
+            role LowCardinality(String), created DateTime64(3), revoked Nullable(DateTime64(3)),
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY key_id""",
+        """CREATE TABLE IF NOT EXISTS {db}.server_state (
+            name String, value String, version UInt64
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY name""",
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(engine: Engine, db: str) -> int:
+    """Bring database ``db`` to the newest schema; answers the version it was at before."""
+    engine.command(f"CREATE DATABASE IF NOT EXISTS {db}")
+    engine.command(
+        f"CREATE TABLE IF NOT EXISTS {db}.schema_version (version UInt32, applied DateTime64(3)) "
+        "ENGINE = MergeTree ORDER BY version"
+    )
+    table = engine.query(f"SELECT max(version) AS v FROM {db}.schema_version")
+    current = int(table.column("v")[0].as_py() or 0)
+    for number, step in enumerate(MIGRATIONS, start=1):
+        if number <= current:
+            continue
+        for statement in step:
+            engine.command(statement.format(db=db))
+        engine.command(
+            f"INSERT INTO {db}.schema_version VALUES ({{v:UInt32}}, now64(3))", {"v": number}
+        )
+    return current
+
+
+def set_raw_ttl(engine: Engine, db: str, days: int) -> None:
+    """Keep raw system samples for ``days`` days (0: forever); per-minute rollups stay."""
+    engine_full = engine.query(
+        "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = 'system'", {"db": db}
+    ).column("engine_full")[0].as_py()
+    wanted = f"INTERVAL {int(days)} DAY"
+    has_ttl = " TTL " in engine_full
+    if days > 0 and wanted not in engine_full.replace("toIntervalDay(", "INTERVAL ").replace(")", " DAY"):
+        engine.command(f"ALTER TABLE {db}.system MODIFY TTL toDateTime(ts) + INTERVAL {int(days)} DAY")
+    elif days <= 0 and has_ttl:
+        engine.command(f"ALTER TABLE {db}.system REMOVE TTL")

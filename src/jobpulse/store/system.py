@@ -1,0 +1,113 @@
+"""System metrics of workers and devices: catalogue and series over [start, end] at a step.
+
+A series whose step and start fall on whole minutes is read from the per-minute rollup,
+so its cost does not depend on the sampling rate or on whether raw samples are still kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import BadRequest
+from .engine import Engine
+
+MAX_POINTS = 100_000
+MINUTE_MS = 60_000
+
+
+class System:
+    def __init__(self, engine: Engine, db: str) -> None:
+        self._engine = engine
+        self._db = db
+
+    def catalog(self, job: str) -> list[dict[str, Any]]:
+        """Every (worker, metric) of ``job`` with its devices and time extent."""
+        return self._engine.query(
+            f"""SELECT worker, metric, arraySort(groupUniqArray(device)) AS devices,
+                toUnixTimestamp(min(minute)) * 1000 AS first_ts, toUnixTimestamp(max(minute)) * 1000 + 59999 AS last_ts
+            FROM {self._db}.system_1m WHERE job = {{job:String}}
+            GROUP BY worker, metric ORDER BY length(worker), worker, metric""",
+            {"job": job},
+        ).to_pylist()
+
+    def extent(self, job: str, workers: list[str] | None = None) -> tuple[int, int] | None:
+        where, params = "job = {job:String}", {"job": job}
+        if workers:
+            where += " AND worker IN {workers:Array(String)}"
+            params["workers"] = workers
+        row = self._engine.query(
+            f"SELECT toUnixTimestamp64Milli(min(ts)) AS lo, toUnixTimestamp64Milli(max(ts)) AS hi, count() AS n "
+            f"FROM {self._db}.system WHERE {where}",
+            params,
+        ).to_pylist()[0]
+        if row["n"]:
+            return int(row["lo"]), int(row["hi"])
+        rollup = self._engine.query(
+            f"SELECT toUnixTimestamp(min(minute)) * 1000 AS lo, toUnixTimestamp(max(minute)) * 1000 + 59999 AS hi, "
+            f"count() AS n FROM {self._db}.system_1m WHERE {where}",
+            params,
+        ).to_pylist()[0]
+        return (int(rollup["lo"]), int(rollup["hi"])) if rollup["n"] else None
+
+    def series(
+        self,
+        job: str,
+        metrics: list[str],
+        *,
+        start_ms: int,
+        end_ms: int,
+        step_ms: int,
+        workers: list[str] | None = None,
+        devices: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """One series per (worker, metric, device): bucket index b covers [start + b*step, start + (b+1)*step).
+
+        Buckets without samples are absent; each present bucket has avg, min, max, last and count.
+        """
+        if step_ms <= 0:
+            raise BadRequest("'step' must be positive", field="step")
+        if end_ms < start_ms:
+            raise BadRequest("'start' must not be after 'end'", field="start")
+        if (end_ms - start_ms) // step_ms + 1 > MAX_POINTS:
+            raise BadRequest(f"[start, end] at this step is more than {MAX_POINTS} points; use a larger step",
+                             field="step")
+        params: dict[str, Any] = {"job": job, "metrics": metrics, "start": start_ms, "end": end_ms, "step": step_ms}
+        where = "job = {job:String} AND metric IN {metrics:Array(String)}"
+        if workers:
+            where += " AND worker IN {workers:Array(String)}"
+            params["workers"] = workers
+        if devices is not None:
+            where += " AND device IN {devices:Array(String)}"
+            params["devices"] = devices
+        if step_ms % MINUTE_MS == 0 and start_ms % MINUTE_MS == 0:
+            sql = f"""SELECT worker, metric, device,
+                    intDiv(toUnixTimestamp(minute) * 1000 - {{start:Int64}}, {{step:Int64}}) AS b,
+                    sum(sum) / sum(count) AS avg, min(min) AS min, max(max) AS max,
+                    argMaxMerge(last) AS last, sum(count) AS count
+                FROM {self._db}.system_1m
+                WHERE {where} AND minute >= toDateTime(intDiv({{start:Int64}}, 1000))
+                    AND minute <= toDateTime(intDiv({{end:Int64}}, 1000))
+                GROUP BY worker, metric, device, b ORDER BY worker, metric, device, b"""
+        else:
+            sql = f"""SELECT worker, metric, device,
+                    intDiv(toUnixTimestamp64Milli(ts) - {{start:Int64}}, {{step:Int64}}) AS b,
+                    avg(value) AS avg, min(value) AS min, max(value) AS max, argMax(value, ts) AS last,
+                    count() AS count
+                FROM (SELECT * FROM {self._db}.system WHERE {where}
+                      AND ts BETWEEN fromUnixTimestamp64Milli({{start:Int64}}) AND fromUnixTimestamp64Milli({{end:Int64}})
+                      LIMIT 1 BY worker, metric, device, ts)
+                GROUP BY worker, metric, device, b ORDER BY worker, metric, device, b"""
+        table = self._engine.query(sql, params)
+        cols = {name: table.column(name).to_pylist() for name in table.column_names}
+        out: list[dict[str, Any]] = []
+        current: dict[str, Any] | None = None
+        for i in range(table.num_rows):
+            key = (cols["worker"][i], cols["metric"][i], cols["device"][i])
+            if current is None or (current["worker"], current["metric"], current["device"]) != key:
+                current = {"worker": key[0], "metric": key[1], "device": key[2],
+                           "t": [], "avg": [], "min": [], "max": [], "last": [], "count": []}
+                out.append(current)
+            current["t"].append(start_ms + cols["b"][i] * step_ms)
+            for name in ("avg", "min", "max", "last", "count"):
+                current[name].append(cols[name][i])
+        return out
