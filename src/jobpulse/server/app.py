@@ -100,5 +100,6 @@ def _default_extensions() -> list[Callable[[FastAPI], None]]:
             if exc.name is not None and name.startswith(exc.name):
                 continue
             raise
-        found.append(module.install)
+        if hasattr(module, "install"):
+            found.append(module.install)
     return found

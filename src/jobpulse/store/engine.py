@@ -51,19 +51,25 @@ class EmbeddedEngine:
                 )
             EmbeddedEngine._open_paths.add(path)
         self.path = path
+        # chdb blocks on its own connection lock while holding the GIL, and an insert from an Arrow
+        # table needs the GIL in the engine's threads: two callers at once can deadlock. Waiting on
+        # this lock releases the GIL, so calls take turns instead.
+        self._calls = threading.Lock()
         self._session = session.Session(path)
         for name, value in SESSION_SETTINGS.items():
             self._session.query(f"SET {name} = {value}", "Null")
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
         try:
-            return self._session.query(sql, "ArrowTable", params=_text_params(params))
+            with self._calls:
+                return self._session.query(sql, "ArrowTable", params=_text_params(params))
         except Exception as exc:  # chdb raises plain RuntimeError for every SQL failure
             raise _translate(exc) from exc
 
     def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
         try:
-            self._session.query(sql, "Null", params=_text_params(params))
+            with self._calls:
+                self._session.query(sql, "Null", params=_text_params(params))
         except Exception as exc:
             raise _translate(exc) from exc
 
@@ -71,12 +77,14 @@ class EmbeddedEngine:
         columns = ", ".join(f"`{c}`" for c in data.column_names)
         arrow_rows = data  # noqa: F841 - read by name by the Python() table function below
         try:
-            self._session.query(f"INSERT INTO {table} ({columns}) SELECT * FROM Python(arrow_rows)", "Null")
+            with self._calls:
+                self._session.query(f"INSERT INTO {table} ({columns}) SELECT * FROM Python(arrow_rows)", "Null")
         except Exception as exc:
             raise _translate(exc) from exc
 
     def close(self) -> None:
-        self._session.close()
+        with self._calls:
+            self._session.close()
         with EmbeddedEngine._lock:
             EmbeddedEngine._open_paths.discard(self.path)
 

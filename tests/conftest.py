@@ -1,0 +1,110 @@
+"""Shared fixtures: one embedded engine per test session, a fresh database per test, the real app."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from jobpulse.server import create_app
+from jobpulse.settings import Settings
+from jobpulse.store import Store
+from jobpulse.store.engine import EmbeddedEngine, Engine, HttpEngine
+from jobpulse.testing import ServerProcess, running_server
+
+CLICKHOUSE_URL = os.environ.get("JOBPULSE_TEST_CLICKHOUSE_URL", "")
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def engine_dir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="jobpulse-tests-") as tmp:
+        yield Path(tmp)
+
+
+@pytest.fixture(scope="session")
+def embedded_engine(engine_dir: Path) -> Iterator[EmbeddedEngine]:
+    engine = EmbeddedEngine(str(engine_dir / "clickhouse"))
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session", params=["embedded", "clickhouse"])
+def any_engine(request: pytest.FixtureRequest, embedded_engine: EmbeddedEngine) -> Iterator[Engine]:
+    """Every transport: the embedded engine always, a ClickHouse server when JOBPULSE_TEST_CLICKHOUSE_URL is set."""
+    if request.param == "embedded":
+        yield embedded_engine
+        return
+    if not CLICKHOUSE_URL:
+        pytest.skip("no ClickHouse server: set JOBPULSE_TEST_CLICKHOUSE_URL=clickhouse://user:pass@host:8123/db")
+    engine = HttpEngine(CLICKHOUSE_URL)
+    yield engine
+    engine.close()
+
+
+def fresh_database() -> str:
+    return f"t{os.getpid()}_{next(_counter)}"
+
+
+@pytest.fixture
+def store(embedded_engine: EmbeddedEngine) -> Store:
+    """A Store over a database of its own on the session's embedded engine."""
+    return Store(embedded_engine, fresh_database())
+
+
+@pytest.fixture
+def any_store(any_engine: Engine) -> Iterator[Store]:
+    """A Store on each transport, in a database of its own."""
+    database = fresh_database()
+    yield Store(any_engine, database)
+    any_engine.command(f"DROP DATABASE IF EXISTS {database}")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path, write_credentials=False, follow_poll_ms=50)
+
+
+@pytest.fixture
+def admin_token(store: Store) -> str:
+    return store.keys.create("test admin", ["*"], "admin")[1]
+
+
+@pytest.fixture
+def app(store: Store, settings: Settings):  # noqa: ANN201 - FastAPI
+    return create_app(store, settings)
+
+
+@pytest.fixture
+def client(app, admin_token: str) -> Iterator[TestClient]:  # noqa: ANN001
+    """The in-process client of the real app, authenticated as an admin of every project."""
+    with TestClient(app, headers={"Authorization": f"Bearer {admin_token}"}) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def anonymous(app) -> Iterator[TestClient]:  # noqa: ANN001
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def make_key(store: Store) -> Callable[[list[str], str], str]:
+    """Create a key of ``role`` on ``projects``; answers its token."""
+
+    def make(projects: list[str], role: str) -> str:
+        return store.keys.create(f"{role} on {','.join(projects)}", projects, role)[1]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[ServerProcess]:
+    """One real ``jobpulse server`` process for the end-to-end tests of the session."""
+    with running_server() as process:
+        yield process
