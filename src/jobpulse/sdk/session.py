@@ -1,0 +1,73 @@
+"""The module-level calls: ``jobpulse.init``, ``jobpulse.log``, ``jobpulse.finish``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jobpulse.sdk.problems import Problems
+from jobpulse.sdk.run import Run
+from jobpulse.sdk.sender import Delivery
+
+_current: Run | None = None
+_lock = threading.Lock()
+_problems = Problems()
+
+
+def init(
+    project: str | None = None,
+    job: str | None = None,
+    worker: str | None = None,
+    *,
+    config: Mapping[str, Any] | None = None,
+    tags: Iterable[str] | None = None,
+    **options: Any,
+) -> Run:
+    """Start reporting for this process and return its ``Run``.
+
+    ``project`` defaults to ``JOBPULSE_PROJECT`` or "default"; ``job`` to ``JOBPULSE_JOB``,
+    the launcher's run id (torchrun, SLURM), or a new id; ``worker`` to ``JOBPULSE_WORKER``
+    or ``worker-{rank}``, the rank read from the launcher (``RANK``, ``SLURM_PROCID``,
+    ``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``, ...). The server URL and API key come from
+    ``url=``/``api_key=``, ``JOBPULSE_URL``/``JOBPULSE_API_KEY``, or the credentials file.
+
+    Other options (keywords): ``name``, ``capture_console`` (True), ``flush_timeout``
+    (``JOBPULSE_FLUSH_TIMEOUT`` or 10 s: the longest wait at exit), ``flush_interval`` (1 s),
+    ``spool_dir`` (``JOBPULSE_SPOOL_DIR`` or ``~/.cache/jobpulse/spool``), ``spool_max_bytes``
+    (1 GiB per worker), ``replay_spool`` (True: send what dead processes left in the spool),
+    ``handle_sigterm`` (True: SIGTERM ends the run as "stopped"), ``backoff_cap`` (30 s: the
+    longest pause between two tries while the server is unreachable).
+
+    A run that is still active is finished first.
+    """
+    global _current
+    with _lock:
+        previous = _current
+    if previous is not None:
+        previous.finish()
+    run = Run(project, job, worker, config=config, tags=tags, **options)
+    with _lock:
+        _current = run
+    return run
+
+
+def current_run() -> Run | None:
+    """The run started by the last ``init``, until it finishes."""
+    run = _current
+    return run if run is not None and not run.finished else None
+
+
+def log(values: Mapping[str, Any], step: int | None = None) -> None:
+    """``current_run().log(...)``; reported once and ignored when no run is active."""
+    run = current_run()
+    if run is not None:
+        run.log(values, step)
+    else:
+        _problems("no-run", "jobpulse.log was called before jobpulse.init (or after finish); ignored")
+
+
+def finish(status: str = "completed", timeout: float | None = None) -> Delivery | None:
+    """Finish the current run (see ``Run.finish``)."""
+    run = current_run()
+    return run.finish(status, timeout) if run is not None else None

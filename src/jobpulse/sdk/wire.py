@@ -1,0 +1,283 @@
+"""Records queued by the caller, and their encoding into ingest requests.
+
+The caller side of the SDK only appends tuples to a deque; everything else is done
+here, in the sender thread: numbers are converted and checked, ``run.log`` keys are
+split into metric and variant, scalars and log lines are grouped into the columnar
+form of docs/ingest.md (one series per metric/variant, one per log level), and the
+body is encoded with orjson and compressed with zstd.
+
+Queued records (the first item is the tag):
+
+- ``(LOG_DICT, ts_ns, step, {key: value})`` from ``run.log``
+- ``(SCALAR, ts_ns, metric, variant, iter, value)``
+- ``(VECTOR, ts_ns, metric, variant, iter, values)``
+- ``(PLOT, ts_ns, metric, variant, iter, plot)`` where ``plot`` is JSON bytes
+- ``(IMAGE, ts_ns, metric, variant, iter, key, source)``; handled by the sender
+- ``(LINE, ts_ms, seq, level, msg)`` console lines, logging records, ``run.text``
+- ``(REQUEST, Request)`` a prepared HTTP request (job and worker registration, status)
+- ``(MARK, threading.Event)`` set once every record queued before it is sent or spooled
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import orjson
+
+LOG_DICT, SCALAR, VECTOR, PLOT, IMAGE, LINE, REQUEST, MARK = range(8)
+
+ITER_MIN = -(2**31)
+ITER_MAX = 2**53
+MAX_MSG_CHARS = 32_768
+MAX_NAME_CHARS = 255
+LEVELS = ("debug", "info", "warning", "error", "critical")
+
+_JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+
+
+@dataclass
+class Request:
+    """One HTTP request to the server; what a spool file holds."""
+
+    method: str
+    path: str
+    body: bytes = b""
+    content_type: str = "application/json"
+    encoding: str = ""  # "" or "zstd"
+    events: int = 0  # events carried, for reports
+    kind: str = "ingest"  # ingest | file | job | worker
+    meta: dict = field(default_factory=dict)
+
+
+def wire_number(value: object) -> float | str:
+    """A JSON-ready number; non-finite values become "NaN", "Infinity", "-Infinity".
+
+    Raises TypeError/ValueError for values that are not numbers (the sender reports them).
+    """
+    if type(value) is not float:
+        if isinstance(value, str):
+            raise TypeError("a string is not a number")
+        value = float(value)  # int, bool, numpy and 0-d tensor scalars, Decimal
+    if value - value == 0.0:
+        return value
+    if value != value:
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``"train/loss"`` -> ``("train", "loss")``; ``"loss"`` -> ``("loss", "loss")``.
+
+    The split is at the last ``/``: ``"eval/glue/acc"`` -> ``("eval/glue", "acc")``.
+    """
+    metric, sep, variant = key.rpartition("/")
+    if not sep or not metric or not variant:
+        return key, key
+    return metric, variant
+
+
+def check_iter(value: object) -> int:
+    it = int(value)  # type: ignore[call-overload]
+    if not ITER_MIN <= it <= ITER_MAX:
+        raise ValueError(f"iteration {it} is outside [-2^31, 2^53]")
+    return it
+
+
+Problem = Callable[[str, str], None]  # (kind of problem, message) -> None
+
+
+class Batch:
+    """Accumulates records of one job/worker and encodes them as ingest requests."""
+
+    def __init__(self, project: str, job: str, worker: str, problem: Problem) -> None:
+        self.project = project
+        self.job = job
+        self.worker = worker
+        self.problem = problem
+        self.scalars: dict[tuple[str, str], tuple[list, list, list]] = {}
+        self.lines: dict[str, tuple[list, list, list]] = {}
+        self.others: list[dict] = []
+        self.points = 0
+        self.size = 0  # rough uncompressed size in bytes
+        self._by_key: dict[object, tuple[list, list, list]] = {}  # run.log key -> its series' columns
+
+    def __bool__(self) -> bool:
+        return self.points > 0
+
+    # -- adding ---------------------------------------------------------------------------
+
+    def _scalar(self, metric: str, variant: str, it: int, ts: int, value: object) -> None:
+        try:
+            number = wire_number(value)
+        except (TypeError, ValueError, OverflowError):
+            self.problem(
+                "not-a-number",
+                f"value of {metric}/{variant} is not a number ({type(value).__name__}); "
+                "such values are dropped",
+            )
+            return
+        cols = self.scalars.get((metric, variant))
+        if cols is None:
+            cols = self.scalars[(metric, variant)] = ([], [], [])
+        cols[0].append(it)
+        cols[1].append(ts)
+        cols[2].append(number)
+        self.points += 1
+        self.size += 24
+
+    def add_dict(self, ts_ns: int, step: object, values: dict) -> None:
+        try:
+            it = check_iter(step)
+        except (TypeError, ValueError, OverflowError) as exc:
+            self.problem("bad-step", f"run.log step {step!r} is not a valid iteration ({exc}); dropped")
+            return
+        ts = ts_ns // 1_000_000
+        by_key = self._by_key
+        added = 0
+        for key, value in values.items():
+            cols = by_key.get(key)
+            if cols is None:
+                if not isinstance(key, str) or not key:
+                    self.problem("bad-key", f"run.log key {key!r} is not a non-empty string; dropped")
+                    continue
+                names = split_key(key[:MAX_NAME_CHARS])
+                cols = self.scalars.get(names)
+                if cols is None:
+                    cols = self.scalars[names] = ([], [], [])
+                by_key[key] = cols
+            if type(value) is not float or value - value != 0.0:  # the common case skips the call
+                try:
+                    value = wire_number(value)
+                except (TypeError, ValueError, OverflowError):
+                    self.problem(
+                        "not-a-number",
+                        f"value of {key!r} is not a number ({type(value).__name__}); such values are dropped",
+                    )
+                    continue
+            cols[0].append(it)
+            cols[1].append(ts)
+            cols[2].append(value)
+            added += 1
+        self.points += added
+        self.size += 24 * added
+
+    def add_scalar(self, ts_ns: int, metric: str, variant: str, it: object, value: object) -> None:
+        try:
+            step = check_iter(it)
+        except (TypeError, ValueError, OverflowError) as exc:
+            self.problem("bad-step", f"scalar iteration {it!r} is not valid ({exc}); dropped")
+            return
+        self._scalar(str(metric), str(variant), step, ts_ns // 1_000_000, value)
+
+    def add_line(self, ts_ms: int, seq: int, level: str, msg: str) -> None:
+        if len(msg) > MAX_MSG_CHARS:
+            msg = msg[:MAX_MSG_CHARS]
+        cols = self.lines.get(level)
+        if cols is None:
+            cols = self.lines[level] = ([], [], [])
+        cols[0].append(seq)
+        cols[1].append(ts_ms)
+        cols[2].append(msg)
+        self.points += 1
+        self.size += 40 + len(msg)
+
+    def add_event(self, event: dict, size: int = 100) -> None:
+        """A vector, plot or image event (sent as JSON lines)."""
+        self.others.append(event)
+        self.points += 1
+        self.size += size
+
+    def add_vector(self, ts_ns: int, metric: str, variant: str, it: object, values: list) -> None:
+        try:
+            step = check_iter(it)
+            numbers = [wire_number(v) for v in values]
+        except (TypeError, ValueError, OverflowError) as exc:
+            self.problem("bad-vector", f"vector {metric}/{variant} is not a list of numbers ({exc}); dropped")
+            return
+        event = {"kind": "vector", "metric": metric, "variant": variant, "iter": step}
+        event.update(ts=ts_ns // 1_000_000, values=numbers)
+        self.add_event(event, 60 + 12 * len(numbers))
+
+    def add_plot(self, ts_ns: int, metric: str, variant: str, it: object, plot: bytes) -> None:
+        try:
+            step = check_iter(it)
+        except (TypeError, ValueError, OverflowError) as exc:
+            self.problem("bad-step", f"plot iteration {it!r} is not valid ({exc}); dropped")
+            return
+        event = {"kind": "plot", "metric": metric, "variant": variant, "iter": step}
+        event.update(ts=ts_ns // 1_000_000, plot=orjson.Fragment(plot))
+        self.add_event(event, 200 + len(plot))
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def requests(self, compress: Callable[[bytes], bytes] | None) -> list[Request]:
+        """The requests carrying this batch: columnar for scalars and lines, JSON lines for the rest."""
+        out: list[Request] = []
+        series: list[dict] = []
+        for (metric, variant), (iters, tss, values) in self.scalars.items():
+            series.append(
+                {
+                    "kind": "scalar",
+                    "metric": metric,
+                    "variant": variant,
+                    "iter": iters,
+                    "ts": tss,
+                    "value": values,
+                }
+            )
+        for level, (seqs, tss, msgs) in self.lines.items():
+            series.append({"kind": "log", "level": level, "seq": seqs, "ts": tss, "msg": msgs})
+        head = {"project": self.project, "job": self.job, "worker": self.worker}
+        if series:
+            count = sum(len(s["ts"]) for s in series)
+            body = orjson.dumps({**head, "series": series}, option=_JSON_OPTS)
+            out.append(self._request(body, "application/json", count, compress))
+        if self.others:
+            lines = []
+            for event in self.others:
+                event.update(head)
+                lines.append(orjson.dumps(event, option=_JSON_OPTS))
+            body = b"\n".join(lines) + b"\n"
+            out.append(self._request(body, "application/x-ndjson", len(self.others), compress))
+        return out
+
+    def _request(
+        self, body: bytes, ctype: str, count: int, compress: Callable[[bytes], bytes] | None
+    ) -> Request:
+        encoding = ""
+        if compress is not None and len(body) > 256:
+            body = compress(body)
+            encoding = "zstd"
+        return Request("POST", "/jp/v1/ingest", body, ctype, encoding, count, "ingest")
+
+
+def plot_json(plot: object) -> bytes:
+    """A Plotly figure (anything with ``to_json``/``to_plotly_json``), dict or JSON string, as JSON bytes."""
+    if isinstance(plot, str | bytes):
+        raw = plot.encode() if isinstance(plot, str) else plot
+        if not isinstance(orjson.loads(raw), dict):
+            raise TypeError("a plot in JSON must be an object")
+        return raw
+    to_json = getattr(plot, "to_json", None)
+    if callable(to_json):
+        text = to_json()
+        return text.encode() if isinstance(text, str) else text
+    to_plotly = getattr(plot, "to_plotly_json", None)
+    if callable(to_plotly):
+        plot = to_plotly()
+    if not isinstance(plot, dict):
+        raise TypeError(f"a plot must be a Plotly figure, a dict or a JSON string, not {type(plot).__name__}")
+    return orjson.dumps(plot, option=_JSON_OPTS, default=_default)
+
+
+def _default(obj: object) -> object:
+    tolist = getattr(obj, "tolist", None)
+    if callable(tolist):
+        return tolist()
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return str(obj)

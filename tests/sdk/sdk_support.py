@@ -1,0 +1,70 @@
+"""Helpers of the SDK tests: HTTP reads of the native API, client processes, polling."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+
+def api_get(srv, path: str, **params) -> dict:
+    query = f"?{urllib.parse.urlencode(params)}" if params else ""
+    req = urllib.request.Request(srv.url + path + query, headers={"Authorization": f"Bearer {srv.api_key}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return orjson.loads(resp.read())
+
+
+def api_bytes(srv, path: str) -> bytes:
+    req = urllib.request.Request(srv.url + path, headers={"Authorization": f"Bearer {srv.api_key}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.read()
+
+
+def client_env(srv, spool_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBPULSE_")}
+    env.update(
+        JOBPULSE_URL=srv.url,
+        JOBPULSE_API_KEY=srv.api_key,
+        JOBPULSE_SPOOL_DIR=str(spool_dir),
+        XDG_CONFIG_HOME=str(spool_dir.parent / "client-config"),
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+    return env
+
+
+def start_client(code: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(check: Callable[[], object], timeout: float, what: str, interval: float = 0.05) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def all_points(srv, job: str, metric: str, variant: str) -> dict:
+    return api_get(srv, f"/jp/v1/jobs/{job}/scalars/points", metric=metric, variant=variant, limit=100_000)
+
+
+def all_lines(srv, job: str) -> list[dict]:
+    return api_get(srv, f"/jp/v1/jobs/{job}/logs", start="head", limit=100_000)["lines"]

@@ -1,0 +1,200 @@
+"""The SDK in real processes against a real server: a failing script, a server restart, a killed run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import sdk_support as s
+
+from jobpulse.sdk import spool as sp
+from jobpulse.testing import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+FAILING_SCRIPT = """
+import logging, sys, warnings
+import numpy as np
+import jobpulse
+
+run = jobpulse.init(project="e2e", job="e2e-fail", config={"lr": 0.1}, tags=["e2e"], flush_interval=0.2)
+for step in range(50):
+    run.log({"train/loss": 1.0 / (step + 1), "lr": 0.1}, step=step)
+run.log({"odd": float("nan")}, step=50)
+run.log({"odd": float("inf")}, step=51)
+run.log({"odd": float("-inf")}, step=52)
+for i in range(101):
+    sys.stdout.write("\\rprogress %3d%%|%-10s|" % (i, "#" * (i // 10)))
+    sys.stdout.flush()
+sys.stdout.write("\\n")
+print("after the bar")
+logging.getLogger("train").warning("lr is high: %s", 0.1)
+warnings.warn("old option", DeprecationWarning)
+run.image(np.full((4, 5, 3), 200, np.uint8), "samples", "input", iter=7)
+raise RuntimeError("diverged at step 52")
+"""
+
+
+@pytest.fixture(scope="module")
+def failed_run(server, tmp_path_factory):
+    env = s.client_env(server, tmp_path_factory.mktemp("fail") / "spool", PYTHONWARNINGS="always")
+    proc = s.start_client(FAILING_SCRIPT, env)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+def test_failing_script_exits_with_its_error_still_printed(failed_run):
+    code, out, err = failed_run
+    assert code == 1
+    assert "RuntimeError: diverged at step 52" in err
+    assert "after the bar" in out
+
+
+def test_failing_script_values_arrive(server, failed_run):
+    points = s.all_points(server, "e2e-fail", "train", "loss")
+    assert points["iter"] == list(range(50))
+    assert points["value"][0] == 1.0 and points["value"][9] == pytest.approx(0.1)
+    odd = s.all_points(server, "e2e-fail", "odd", "odd")
+    assert odd["value"] == ["NaN", "Infinity", "-Infinity"]
+
+
+def test_failing_script_progress_bar_is_one_line(server, failed_run):
+    lines = [line["msg"] for line in s.all_lines(server, "e2e-fail")]
+    assert [m for m in lines if "progress" in m] == ["progress 100%|##########|"]
+    assert lines.index("progress 100%|##########|") < lines.index("after the bar")
+
+
+def test_failing_script_traceback_is_in_the_log_as_errors(server, failed_run):
+    errors = [line["msg"] for line in s.all_lines(server, "e2e-fail") if line["level"] == "error"]
+    assert errors[0] == "Traceback (most recent call last):"
+    assert errors[-1] == "RuntimeError: diverged at step 52"
+
+
+def test_failing_script_logging_and_warnings_keep_their_level(server, failed_run):
+    lines = s.all_lines(server, "e2e-fail")
+    assert [(x["level"], x["worker"]) for x in lines if x["msg"] == "train: lr is high: 0.1"] == [
+        ("warning", "worker-0")
+    ]
+    assert any(x["level"] == "warning" and "DeprecationWarning: old option" in x["msg"] for x in lines)
+    seqs = [(x["ts"], x["seq"]) for x in lines]
+    assert seqs == sorted(seqs) and len({q for _, q in seqs}) == len(seqs)
+
+
+def test_failing_script_marks_worker_and_job_failed(server, failed_run):
+    found = s.api_get(server, "/jp/v1/jobs/e2e-fail")
+    assert [(w["worker"], w["status"]) for w in found["workers"]] == [("worker-0", "failed")]
+    assert found["job"]["status"] == "failed"
+    assert found["job"]["config"] == {"lr": 0.1} and found["job"]["tags"] == ["e2e"]
+    assert "RuntimeError: diverged at step 52" in found["job"]["error_message"]
+
+
+def test_failing_script_image_is_uploaded_and_referenced(server, failed_run):
+    (event,) = s.api_get(server, "/jp/v1/jobs/e2e-fail/events/image")["events"]
+    assert (event["metric"], event["variant"], event["iter"]) == ("samples", "input", 7)
+    assert s.api_bytes(server, event["url"]).startswith(b"\x89PNG")
+
+
+RESTART_SCRIPT = """
+import os, time
+import jobpulse
+
+run = jobpulse.init(project="e2e", job="e2e-restart", flush_interval=0.05, backoff_cap=0.5, flush_timeout=30)
+for step in range({n}):
+    run.log({{"x": float(step)}}, step=step)
+    print("line", step)
+    if step == {half}:
+        assert run.flush(timeout=10)
+        os.write(1, b"HALF\\n")  # past the console capture: not a log line
+    time.sleep(0.01)
+run.finish()
+"""
+
+
+def test_server_restart_mid_run_loses_and_duplicates_nothing(tmp_path):
+    # The server is read only once the client has exited: reads are not what is tested here.
+    n, half = 500, 150
+    srv = ServerProcess(data_dir=tmp_path / "data", config_dir=tmp_path / "config")
+    srv.data_dir.mkdir()
+    srv.config_dir.mkdir()
+    srv.start()
+    proc = None
+    try:
+        proc = s.start_client(RESTART_SCRIPT.format(n=n, half=half), s.client_env(srv, tmp_path / "spool"))
+        s.wait_for(lambda: proc.stdout.readline() in ("HALF\n", ""), 30, "the first half", interval=0)
+        srv.stop()  # while the client goes on logging
+        time.sleep(0.5)
+        assert proc.poll() is None, "the run ended before the outage"
+        srv.start()
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "cannot reach" in err
+        points = s.all_points(srv, "e2e-restart", "x", "x")
+        assert points["iter"] == list(range(n))
+        assert points["value"] == [float(i) for i in range(n)]
+        msgs = [line["msg"] for line in s.all_lines(srv, "e2e-restart")]
+        assert sorted(msgs, key=lambda m: int(m.split()[1])) == [f"line {i}" for i in range(n)]
+        workers = s.api_get(srv, "/jp/v1/jobs/e2e-restart")["workers"]
+        assert [w["status"] for w in workers] == ["completed"]
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        srv.stop()
+
+
+KILLED_SCRIPT = """
+import os, time
+import jobpulse
+
+run = jobpulse.init(project="e2e", job="e2e-killed", flush_interval=0.05)
+for step in range(300):
+    run.log({"y": step * 2.0}, step=step)
+    print("killed-run line", step)
+run.flush(timeout=0.3)
+os.write(1, b"READY\\n")  # past the console capture: not a log line
+time.sleep(60)
+"""
+
+NEXT_SCRIPT = """
+import jobpulse
+
+with jobpulse.init(project="e2e", job="e2e-next") as run:
+    run.log({"z": 1.0}, step=0)
+"""
+
+
+def test_spool_of_a_killed_run_is_replayed_by_the_next_run(tmp_path):
+    srv = ServerProcess(data_dir=tmp_path / "data", config_dir=tmp_path / "config")
+    srv.data_dir.mkdir()
+    srv.config_dir.mkdir()
+    srv.start()
+    srv.stop()  # known address and key, but down while the first run reports
+    spool_root = tmp_path / "spool"
+    env = s.client_env(srv, spool_root)
+    killed = s.start_client(KILLED_SCRIPT, env)
+    try:
+        ready = ("READY\n", "")
+        s.wait_for(lambda: killed.stdout.readline() in ready, 30, "the first run to spool", interval=0)
+        os.kill(killed.pid, signal.SIGKILL)
+    finally:
+        if killed.poll() is None:
+            killed.kill()
+        killed.communicate(timeout=10)
+    assert killed.returncode == -signal.SIGKILL
+    killed_dir = sp.Spool(spool_root, "e2e-killed", "worker-0", 1).dir
+    assert sum(sp.read_header(p)["events"] for p in sp.spool_files(killed_dir)) == 600
+    srv.start()
+    try:
+        nxt = s.start_client(NEXT_SCRIPT, env)
+        _, err = nxt.communicate(timeout=60)
+        assert nxt.returncode == 0, err
+        points = s.all_points(srv, "e2e-killed", "y", "y")
+        assert points["iter"] == list(range(300)) and points["value"][-1] == 598.0
+        msgs = [line["msg"] for line in s.all_lines(srv, "e2e-killed")]
+        assert sorted(msgs, key=lambda m: int(m.split()[-1])) == [f"killed-run line {i}" for i in range(300)]
+        assert s.all_points(srv, "e2e-next", "z", "z")["value"] == [1.0]
+        assert not sp.spool_files(killed_dir) and not killed_dir.exists()
+    finally:
+        srv.stop()

@@ -1,0 +1,132 @@
+"""Encoding of queued records into ingest requests."""
+
+from __future__ import annotations
+
+import math
+
+import orjson
+import pytest
+import zstandard
+
+from jobpulse.sdk.wire import ITER_MAX, Batch, check_iter, plot_json, split_key, wire_number
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, kind, message):
+        self.calls.append((kind, message))
+
+
+def decode(request):
+    body = request.body
+    if request.encoding == "zstd":
+        body = zstandard.ZstdDecompressor().decompressobj().decompress(body)
+    if request.content_type == "application/json":
+        return orjson.loads(body)
+    return [orjson.loads(line) for line in body.splitlines()]
+
+
+def test_split_key_at_the_last_slash():
+    assert split_key("loss") == ("loss", "loss")
+    assert split_key("train/loss") == ("train", "loss")
+    assert split_key("eval/glue/acc") == ("eval/glue", "acc")
+    assert split_key("/x") == ("/x", "/x")
+    assert split_key("x/") == ("x/", "x/")
+
+
+def test_non_finite_values_become_their_wire_strings():
+    assert wire_number(float("nan")) == "NaN"
+    assert wire_number(float("inf")) == "Infinity"
+    assert wire_number(-math.inf) == "-Infinity"
+    assert wire_number(3) == 3.0
+    assert wire_number(True) == 1.0
+    with pytest.raises(TypeError):
+        wire_number("1.5")
+
+
+def test_numpy_scalars_are_numbers():
+    np = pytest.importorskip("numpy")
+    assert wire_number(np.float32(0.5)) == 0.5
+    assert wire_number(np.float64("nan")) == "NaN"
+    assert wire_number(np.int64(7)) == 7.0
+
+
+def test_iteration_range_is_checked():
+    assert check_iter(ITER_MAX) == ITER_MAX
+    with pytest.raises(ValueError):
+        check_iter(ITER_MAX + 1)
+    with pytest.raises(ValueError):
+        check_iter(-(2**31) - 1)
+
+
+def test_log_dicts_become_one_columnar_series_per_metric_and_variant():
+    batch = Batch("p", "j", "worker-1", Recorder())
+    for step in range(3):
+        ts_ns = 1_700_000_000_000_000_000 + step * 1_000_000
+        batch.add_dict(ts_ns, step, {"train/loss": 1.0 / (step + 1), "lr": 0.1})
+    batch.add_dict(1_700_000_000_003_000_000, 3, {"train/loss": float("nan")})
+    (request,) = batch.requests(None)
+    doc = decode(request)
+    assert (doc["project"], doc["job"], doc["worker"]) == ("p", "j", "worker-1")
+    series = {(s["metric"], s["variant"]): s for s in doc["series"]}
+    assert set(series) == {("train", "loss"), ("lr", "lr")}
+    loss = series[("train", "loss")]
+    assert loss["kind"] == "scalar"
+    assert loss["iter"] == [0, 1, 2, 3]
+    assert loss["ts"] == [1_700_000_000_000, 1_700_000_000_001, 1_700_000_000_002, 1_700_000_000_003]
+    assert loss["value"][:3] == [1.0, 0.5, pytest.approx(1 / 3)]
+    assert loss["value"][3] == "NaN"
+    assert request.events == 7
+
+
+def test_bad_values_are_dropped_and_reported_once_per_kind():
+    problems = Recorder()
+    batch = Batch("p", "j", "w", problems)
+    batch.add_dict(1_700_000_000_000_000_000, 0, {"a": "text", "b": None, "c": 1.0})
+    batch.add_dict(1_700_000_000_000_000_000, "x", {"c": 1.0})
+    assert batch.points == 1
+    assert [kind for kind, _ in problems.calls] == ["not-a-number", "not-a-number", "bad-step"]
+
+
+def test_log_lines_are_grouped_by_level_and_keep_their_seq_and_ts():
+    batch = Batch("p", "j", "w", Recorder())
+    batch.add_line(1_700_000_000_000, 11, "info", "a")
+    batch.add_line(1_700_000_000_001, 12, "error", "b")
+    batch.add_line(1_700_000_000_002, 13, "info", "c")
+    doc = decode(batch.requests(None)[0])
+    logs = {s["level"]: s for s in doc["series"]}
+    assert logs["info"]["seq"] == [11, 13] and logs["info"]["msg"] == ["a", "c"]
+    assert logs["info"]["ts"] == [1_700_000_000_000, 1_700_000_000_002] and logs["info"]["kind"] == "log"
+    assert logs["error"]["seq"] == [12]
+
+
+def test_vectors_and_plots_travel_as_json_lines():
+    batch = Batch("p", "j", "w", Recorder())
+    batch.add_vector(1_700_000_000_000_000_000, "hist", "h", 5, [1, float("inf")])
+    batch.add_plot(1_700_000_000_000_000_000, "fig", "f", 5, plot_json({"data": [{"y": [1, 2]}]}))
+    (request,) = batch.requests(None)
+    assert request.content_type == "application/x-ndjson"
+    vector, plot = decode(request)
+    assert vector["values"] == [1.0, "Infinity"] and vector["job"] == "j" and vector["iter"] == 5
+    assert plot["plot"] == {"data": [{"y": [1, 2]}]}
+
+
+def test_large_bodies_are_zstd_compressed():
+    batch = Batch("p", "j", "w", Recorder())
+    for i in range(500):
+        batch.add_dict(1_700_000_000_000_000_000, i, {"loss": i * 0.5})
+    compress = zstandard.ZstdCompressor(level=3).compress
+    (request,) = batch.requests(compress)
+    assert request.encoding == "zstd"
+    assert decode(request)["series"][0]["iter"] == list(range(500))
+
+
+def test_plot_json_accepts_figures_dicts_and_strings():
+    assert orjson.loads(plot_json('{"data": []}')) == {"data": []}
+    with pytest.raises(TypeError):
+        plot_json([1, 2])
+    plotly = pytest.importorskip("plotly.graph_objects")
+    fig = plotly.Figure(data=[plotly.Scatter(y=[1, 2, 3])])
+    assert orjson.loads(plot_json(fig))["data"][0]["y"] == [1, 2, 3]
