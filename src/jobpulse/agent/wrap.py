@@ -1,0 +1,228 @@
+"""``jobpulse run -- cmd ...``: run a command as one worker of a job.
+
+The wrapper registers the job and the worker (status ``running``), starts the command with its
+standard output and error on pipes, and copies both to its own as they come (byte for byte, so
+progress bars still draw) while cutting them into log lines of the worker: each line gets a
+``seq`` when it is read, so the log keeps the order in which the lines arrived; a line redrawn
+with carriage returns is kept in its final state. Both streams are logged at level ``info``, as
+the SDK's console capture does. Meanwhile the command's process tree is sampled (CPU, memory,
+disk I/O) together with the network, the job's GPUs/NPUs and the agent itself.
+
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to the wrapper are passed on to the
+command. A Ctrl-C typed at a terminal already reaches the command (it shares the terminal's
+foreground process group), so that one is not sent a second time.
+
+When the command ends the worker is marked ``completed`` (exit 0), ``stopped`` (it ended after
+the wrapper was asked to stop) or ``failed``, with its exit code (128 + N for a command killed by
+signal N, as a shell reports it), and the wrapper exits with that same code. A command that
+cannot be started gives 127 (not found) or 126 (not executable).
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any, Protocol
+
+from jobpulse.agent.sampler import Sampler, build_collectors
+from jobpulse.agent.storage import PathSpec
+from jobpulse.sdk.console import LineSplitter
+from jobpulse.sdk.seq import SeqClock
+
+FORWARDED = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+    if hasattr(signal, name)
+)
+STOPPING = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)}
+READ_SIZE = 65536
+
+
+class LineOutlet(Protocol):
+    """What the wrapper needs of an outlet (``jobpulse.agent.outlet.Outlet`` is one)."""
+
+    def line(self, ts_ms: int, seq: int, level: str, msg: str) -> None: ...
+    def system(self, ts_ms: int, samples: list) -> None: ...
+    def register_job(self, name: str | None = None, tags: list[str] | None = None) -> None: ...
+    def worker_status(self, status: str, exit_code: int | None = None, host: str | None = None) -> None: ...
+    def close(self, timeout: float = 10.0) -> Any: ...
+
+
+def _write_all(fd: int, data: bytes) -> bool:
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except InterruptedError:
+            continue
+        except OSError:
+            return False  # the terminal or the pipe went away: keep capturing, stop echoing
+        view = view[n:]
+    return True
+
+
+class StreamPump(threading.Thread):
+    """Copies one pipe of the command to ``echo_fd`` and cuts it into lines for ``on_line``."""
+
+    def __init__(
+        self, pipe: IO[bytes], echo_fd: int | None, on_line: Callable[[str], None], name: str
+    ) -> None:
+        super().__init__(name=f"jobpulse-{name}", daemon=True)
+        self.pipe = pipe
+        self.echo_fd = echo_fd
+        self.on_line = on_line
+
+    def run(self) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        splitter = LineSplitter(self.on_line)
+        fd = self.pipe.fileno()
+        echo = self.echo_fd
+        try:
+            while True:
+                try:
+                    chunk = os.read(fd, READ_SIZE)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                if echo is not None and not _write_all(echo, chunk):
+                    echo = None
+                splitter.write(decoder.decode(chunk))
+            splitter.write(decoder.decode(b"", final=True))
+            splitter.close()
+        finally:
+            with contextlib.suppress(OSError):
+                self.pipe.close()
+
+
+@dataclass
+class RunResult:
+    exit_code: int
+    status: str
+    lines: int
+    signals: list[int] = field(default_factory=list)
+
+
+def _terminal_delivers_sigint() -> bool:
+    """Whether a SIGINT here most likely came from the terminal, which also sent it to the command."""
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def run_wrapped(
+    argv: Sequence[str],
+    outlet: LineOutlet,
+    *,
+    interval: float = 10.0,
+    paths: Sequence[PathSpec] = (),
+    gpus: str | None = None,
+    env: Mapping[str, str] | None = None,
+    echo: bool = True,
+    sample: bool = True,
+    job_name: str | None = None,
+    collectors_factory: Callable[[int], list] | None = None,
+    flush_timeout: float = 10.0,
+    drain_timeout: float = 5.0,
+) -> RunResult:
+    """Run ``argv`` to its end as a worker reporting through ``outlet``; see the module doc."""
+    clock = SeqClock()
+    counter = [0]
+    lock = threading.Lock()
+
+    def on_line(msg: str) -> None:
+        with lock:
+            ts_ms, seq = clock.next()
+            counter[0] += 1
+            outlet.line(ts_ms, seq, "info", msg)
+
+    outlet.register_job(job_name)
+    outlet.worker_status("running")
+    child_env = dict(os.environ if env is None else env)
+    child_env.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        child = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env)
+    except OSError as exc:
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        msg = f"jobpulse run: cannot start {argv[0]!r}: {exc.strerror or exc}"
+        print(msg, file=sys.stderr, flush=True)
+        on_line(msg)
+        outlet.worker_status("failed", code)
+        outlet.close(flush_timeout)
+        return RunResult(code, "failed", counter[0])
+
+    received: list[int] = []
+
+    def forward(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if signum == signal.SIGINT and _terminal_delivers_sigint():
+            return
+        if child.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signum)
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in FORWARDED:
+            with contextlib.suppress(OSError, ValueError):
+                previous[signum] = signal.signal(signum, forward)
+
+    assert child.stdout is not None and child.stderr is not None
+    pumps = [
+        StreamPump(child.stdout, 1 if echo else None, on_line, "stdout"),
+        StreamPump(child.stderr, 2 if echo else None, on_line, "stderr"),
+    ]
+    for pump in pumps:
+        pump.start()
+    sampler: Sampler | None = None
+    if sample:
+        try:
+            if collectors_factory is not None:
+                collectors = collectors_factory(child.pid)
+            else:
+                collectors = build_collectors(
+                    pid=child.pid, scope="process", paths=paths, gpus=gpus, env=child_env
+                )
+            sampler = Sampler(collectors, outlet.system, interval)
+            sampler.start()
+        except Exception as exc:  # sampling is a bonus; the command runs regardless
+            print(f"jobpulse run: not sampling resources: {exc}", file=sys.stderr, flush=True)
+            sampler = None
+    try:
+        while True:
+            try:
+                rc = child.wait()
+                break
+            except KeyboardInterrupt:  # a handler that was not ours; keep waiting for the child
+                continue
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        deadline = time.monotonic() + drain_timeout
+        for pump in pumps:
+            # A background process of the command may hold the pipes open: do not wait forever.
+            pump.join(max(0.0, deadline - time.monotonic()))
+        for signum, handler in previous.items():
+            with contextlib.suppress(OSError, ValueError, TypeError):
+                signal.signal(signum, handler)
+    exit_code = 128 - rc if rc < 0 else rc
+    if rc == 0:
+        status = "completed"
+    elif any(s in STOPPING for s in received):
+        status = "stopped"
+    else:
+        status = "failed"
+    outlet.worker_status(status, exit_code)
+    outlet.close(flush_timeout)
+    return RunResult(exit_code, status, counter[0], received)

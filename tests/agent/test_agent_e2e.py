@@ -1,0 +1,120 @@
+"""``jobpulse run`` and ``jobpulse agent`` against a real server process (the session's ``server``)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jobpulse.client import Client
+from jobpulse.credentials import Credentials
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def env(server, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBPULSE_")}
+    env.update(
+        JOBPULSE_URL=server.url,
+        JOBPULSE_API_KEY=server.api_key,
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+    return env
+
+
+@pytest.fixture
+def api(server):
+    return Client(Credentials(server.url, server.api_key), timeout=30)
+
+
+def _jobpulse(*args: str) -> list[str]:
+    return [sys.executable, "-m", "jobpulse", *args]
+
+
+def _logs(api, job):
+    return api.request("GET", f"/jp/v1/jobs/{job}/logs?start=head&limit=10000")["lines"]
+
+
+def _worker(api, job, worker):
+    workers = api.request("GET", f"/jp/v1/jobs/{job}/workers")["workers"]
+    return next(w for w in workers if w["worker"] == worker)
+
+
+def test_run_passes_on_exit_code_3_and_marks_the_worker_failed(env, api):
+    code = (
+        "import sys, time\n"
+        "for i in range(300): print(f'step {i}')\n"
+        "print('boom', file=sys.stderr)\n"
+        "time.sleep(0.5)\n"
+        "sys.exit(3)\n"
+    )
+    argv = _jobpulse(
+        "run", "--project", "e2e", "--job", "run-exit-3", "--worker", "worker-0", "--interval", "100ms"
+    )
+    done = subprocess.run(
+        [*argv, "--", sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.splitlines()[:3] == ["step 0", "step 1", "step 2"]  # echoed
+    worker = _worker(api, "run-exit-3", "worker-0")
+    assert worker["status"] == "failed" and worker["exit_code"] == 3
+    lines = _logs(api, "run-exit-3")
+    steps = [line["msg"] for line in lines if line["msg"].startswith("step ")]
+    assert steps == [f"step {i}" for i in range(300)]
+    assert "boom" in [line["msg"] for line in lines]
+    seqs = [line["seq"] for line in lines]
+    assert seqs == sorted(seqs)
+    catalog = api.request("GET", "/jp/v1/jobs/run-exit-3/system")
+    metrics = {s["metric"] for s in catalog["series"] if s["worker"] == "worker-0"}
+    assert {"cpu_cores", "mem_bytes", "agent_rss_bytes"} <= metrics
+
+
+def test_run_success_marks_the_worker_completed(env, api):
+    argv = _jobpulse("run", "--project", "e2e", "--job", "run-ok", "--worker", "w1", "--no-sample")
+    done = subprocess.run(
+        [*argv, "--", sys.executable, "-c", "print('fine')"], env=env, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0
+    worker = _worker(api, "run-ok", "w1")
+    assert worker["status"] == "completed" and worker["exit_code"] == 0
+
+
+def test_sigterm_reaches_the_command_and_stops_the_worker(env, api):
+    argv = _jobpulse("run", "--project", "e2e", "--job", "run-term", "--worker", "w0", "--no-sample")
+    code = "import time; print('ready', flush=True); time.sleep(60)"
+    proc = subprocess.Popen(
+        [*argv, "--", sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 128 + signal.SIGTERM
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    worker = _worker(api, "run-term", "w0")
+    assert worker["status"] == "stopped" and worker["exit_code"] == 143
+
+
+def test_agent_samples_read_back(env, api):
+    argv = _jobpulse(
+        "agent", "--project", "e2e", "--job", "agent-job", "--worker", "node-1",
+        "--interval", "200ms", "--count", "4", "--paths", "ephemeral=/tmp", "--no-gpu", "--no-npu",
+    )  # fmt: skip
+    started = time.time()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    catalog = api.request("GET", "/jp/v1/jobs/agent-job/system")
+    series = {(s["worker"], s["metric"]): s["devices"] for s in catalog["series"]}
+    for metric in ("cpu_cores", "cpu_util", "mem_bytes", "mem_util", "net_rx_Bps", "ephemeral_util"):
+        assert series.get(("node-1", metric)) == [""]
+    answer = api.request("GET", "/jp/v1/jobs/agent-job/system/series?metric=mem_bytes&step=1s")
+    (mem,) = answer["series"]
+    assert sum(mem["count"]) == 4  # one sample per tick
+    assert min(mem["min"]) > 0
+    assert min(mem["t"]) >= int(started) * 1000 - 1000
