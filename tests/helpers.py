@@ -15,18 +15,38 @@ def lines(*events: dict[str, Any]) -> bytes:
 
 
 def post_lines(client: Any, *events: dict[str, Any], **params: str) -> Any:
-    return client.post("/jp/v1/ingest", params=params, content=lines(*events),
-                       headers={"Content-Type": "application/x-ndjson"})
+    return client.post(
+        "/jp/v1/ingest",
+        params=params,
+        content=lines(*events),
+        headers={"Content-Type": "application/x-ndjson"},
+    )
 
 
 def post_columns(client: Any, body: dict[str, Any], **params: str) -> Any:
-    return client.post("/jp/v1/ingest", params=params, content=orjson.dumps(body),
-                       headers={"Content-Type": "application/json"})
+    return client.post(
+        "/jp/v1/ingest",
+        params=params,
+        content=orjson.dumps(body),
+        headers={"Content-Type": "application/json"},
+    )
 
 
-def scalar_series(job: str, metric: str, values: list, variant: str = "train", start: int = 0,
-                  project: str = "proj") -> dict[str, Any]:
+def scalar_series(
+    job: str, metric: str, values: list, variant: str = "train", start: int = 0, project: str = "proj"
+) -> dict[str, Any]:
     n = len(values)
-    return {"project": project, "job": job, "series": [{
-        "kind": "scalar", "metric": metric, "variant": variant, "iter": list(range(start, start + n)),
-        "ts": [NOW_MS - 10_000_000 + i for i in range(start, start + n)], "value": values}]}
+    return {
+        "project": project,
+        "job": job,
+        "series": [
+            {
+                "kind": "scalar",
+                "metric": metric,
+                "variant": variant,
+                "iter": list(range(start, start + n)),
+                "ts": [NOW_MS - 10_000_000 + i for i in range(start, start + n)],
+                "value": values,
+            }
+        ],
+    }

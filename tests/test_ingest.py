@@ -7,6 +7,7 @@ import threading
 
 import orjson
 import zstandard
+
 from helpers import NOW_MS, lines, post_columns, post_lines, scalar_series
 
 
@@ -20,8 +21,16 @@ def test_json_lines_of_every_kind_are_stored(client):
         {"kind": "plot", "metric": "roc", "variant": "val", "iter": 1, "plot": {"data": [{"x": [0, 1]}]}},
         {"kind": "image", "metric": "samples", "variant": "aug", "iter": 1, "url": "/x.png"},
         {"kind": "log", "worker": "worker-0", "seq": 1, "level": "warning", "msg": "hello", "ts": NOW_MS},
-        {"kind": "system", "worker": "worker-0", "metric": "gpu_util", "device": "0", "value": 97, "ts": NOW_MS},
-        project="proj", job="j1",
+        {
+            "kind": "system",
+            "worker": "worker-0",
+            "metric": "gpu_util",
+            "device": "0",
+            "value": 97,
+            "ts": NOW_MS,
+        },
+        project="proj",
+        job="j1",
     )
     assert answer.status_code == 200, answer.text
     assert answer.json() == {"accepted": 6, "rejected": 0, "errors": {}, "examples": []}
@@ -30,7 +39,9 @@ def test_json_lines_of_every_kind_are_stored(client):
     assert client.get("/jp/v1/jobs/j1/events/plot").json()["events"][0]["plot"] == {"data": [{"x": [0, 1]}]}
     assert client.get("/jp/v1/jobs/j1/events/image").json()["events"][0]["key"] == "samples/aug/1"
     log = client.get("/jp/v1/jobs/j1/logs").json()["lines"]
-    assert [(line["msg"], line["level"], line["worker"]) for line in log] == [("hello", "warning", "worker-0")]
+    assert [(line["msg"], line["level"], line["worker"]) for line in log] == [
+        ("hello", "warning", "worker-0")
+    ]
     series = client.get("/jp/v1/jobs/j1/system/series", params={"metric": "gpu_util"}).json()["series"]
     assert series[0]["device"] == "0" and series[0]["avg"] == [97.0]
 
@@ -44,9 +55,15 @@ def test_columnar_series_are_stored(client):
 
 def test_gzip_and_zstd_bodies_are_decoded(client):
     body = orjson.dumps(scalar_series("j1", "loss", [1.0, 2.0]))
-    for encoding, data in (("gzip", gzip.compress(body)), ("zstd", zstandard.ZstdCompressor().compress(body))):
-        answer = client.post("/jp/v1/ingest", content=data,
-                             headers={"Content-Type": "application/json", "Content-Encoding": encoding})
+    for encoding, data in (
+        ("gzip", gzip.compress(body)),
+        ("zstd", zstandard.ZstdCompressor().compress(body)),
+    ):
+        answer = client.post(
+            "/jp/v1/ingest",
+            content=data,
+            headers={"Content-Type": "application/json", "Content-Encoding": encoding},
+        )
         assert answer.json()["accepted"] == 2, encoding
 
 
@@ -64,7 +81,8 @@ def test_mixed_batch_stores_good_events_and_counts_bad_ones_per_reason(client):
         {"kind": "scalar", "metric": "loss", "iter": 3, "value": "high"},
         {"kind": "log", "msg": "no seq"},
         {"kind": "teapot"},
-        project="proj", job="j1",
+        project="proj",
+        job="j1",
     )
     body = answer.json()
     assert answer.status_code == 200
@@ -92,8 +110,9 @@ def test_empty_body_is_400(client):
 
 
 def test_unsupported_encoding_is_400(client):
-    answer = client.post("/jp/v1/ingest", content=b"x", headers={"Content-Type": "application/json",
-                                                                   "Content-Encoding": "br"})
+    answer = client.post(
+        "/jp/v1/ingest", content=b"x", headers={"Content-Type": "application/json", "Content-Encoding": "br"}
+    )
     assert answer.status_code == 400 and answer.json()["error"]["field"] == "Content-Encoding"
 
 
@@ -114,8 +133,11 @@ def test_body_over_the_limit_is_413(store, settings, admin_token):
         answer = post_columns(small, scalar_series("j1", "loss", [1.0] * 200))
         assert answer.status_code == 413 and answer.json()["error"]["code"] == "payload_too_large"
         bomb = gzip.compress(b" " * 100_000)
-        answer = small.post("/jp/v1/ingest", content=bomb,
-                            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+        answer = small.post(
+            "/jp/v1/ingest",
+            content=bomb,
+            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        )
         assert answer.status_code == 413
 
 
@@ -137,8 +159,12 @@ def test_a_key_of_one_project_creates_jobs_there_without_naming_it(anonymous, ma
     answer = post_lines(anonymous, {"kind": "scalar", "metric": "m", "iter": 1, "value": 1.0}, job="fresh")
     assert answer.status_code == 401
     anonymous.headers["Authorization"] = f"Bearer {token}"
-    assert post_lines(anonymous, {"kind": "scalar", "metric": "m", "iter": 1, "value": 1.0},
-                      job="fresh").json()["accepted"] == 1
+    assert (
+        post_lines(anonymous, {"kind": "scalar", "metric": "m", "iter": 1, "value": 1.0}, job="fresh").json()[
+            "accepted"
+        ]
+        == 1
+    )
     assert anonymous.get("/jp/v1/jobs/fresh").json()["job"]["project"] == "solo"
 
 
@@ -155,33 +181,39 @@ def test_out_of_range_timestamps_and_iterations_are_rejected(client):
         {"kind": "scalar", "metric": "m", "iter": 2**60, "value": 1.0},
         {"kind": "scalar", "metric": "m" * 300, "iter": 1, "value": 1.0},
         {"kind": "scalar", "metric": "m", "iter": 1, "value": 1.0},
-        project="proj", job="j1",
+        project="proj",
+        job="j1",
     )
     assert answer.json()["errors"] == {"ts_out_of_range": 1, "iter_out_of_range": 1, "invalid_metric": 1}
 
 
 def test_resent_batch_does_not_duplicate(client):
-    events = [
-        {"kind": "scalar", "metric": "loss", "iter": i, "value": float(i), "ts": NOW_MS} for i in range(5)
-    ] + [
-        {"kind": "log", "worker": "w", "seq": i, "msg": f"line {i}", "ts": NOW_MS} for i in range(5)
-    ] + [
-        {"kind": "system", "worker": "w", "metric": "cpu_cores", "value": 2.0, "ts": NOW_MS - i * 1000}
-        for i in range(5)
-    ]
+    events = (
+        [{"kind": "scalar", "metric": "loss", "iter": i, "value": float(i), "ts": NOW_MS} for i in range(5)]
+        + [{"kind": "log", "worker": "w", "seq": i, "msg": f"line {i}", "ts": NOW_MS} for i in range(5)]
+        + [
+            {"kind": "system", "worker": "w", "metric": "cpu_cores", "value": 2.0, "ts": NOW_MS - i * 1000}
+            for i in range(5)
+        ]
+    )
     for _ in range(3):
         assert post_lines(client, *events, project="proj", job="j1").json()["accepted"] == 15
     assert len(client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"}).json()["iter"]) == 5
     assert client.get("/jp/v1/jobs/j1/logs/count").json()["lines"] == 5
     assert client.get("/jp/v1/jobs/j1/logs/workers").json()["workers"] == [
-        {"worker": "w", "lines": 5, "bytes": sum(len(f"line {i}") + 1 for i in range(5))}]
+        {"worker": "w", "lines": 5, "bytes": sum(len(f"line {i}") + 1 for i in range(5))}
+    ]
     series = client.get("/jp/v1/jobs/j1/system/series", params={"metric": "cpu_cores", "step": "1m"}).json()
     assert sum(sum(s["count"]) for s in series["series"]) == 5
 
 
 def test_a_rereported_scalar_replaces_the_old_value(client):
-    post_lines(client, {"kind": "scalar", "metric": "loss", "iter": 7, "value": 1.0}, project="proj", job="j1")
-    post_lines(client, {"kind": "scalar", "metric": "loss", "iter": 7, "value": 9.0}, project="proj", job="j1")
+    post_lines(
+        client, {"kind": "scalar", "metric": "loss", "iter": 7, "value": 1.0}, project="proj", job="j1"
+    )
+    post_lines(
+        client, {"kind": "scalar", "metric": "loss", "iter": 7, "value": 9.0}, project="proj", job="j1"
+    )
     points = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"}).json()
     assert points["iter"] == [7] and points["value"] == [9.0]
 
@@ -191,9 +223,19 @@ def test_concurrent_writers_share_commits_and_lose_nothing(app, client):
     errors: list[str] = []
 
     def write(n: int) -> None:
-        body = {"project": "proj", "job": "j1", "series": [{
-            "kind": "log", "worker": f"w{n}", "seq": list(range(per_writer)),
-            "ts": [NOW_MS + i for i in range(per_writer)], "msg": [f"{n}:{i}" for i in range(per_writer)]}]}
+        body = {
+            "project": "proj",
+            "job": "j1",
+            "series": [
+                {
+                    "kind": "log",
+                    "worker": f"w{n}",
+                    "seq": list(range(per_writer)),
+                    "ts": [NOW_MS + i for i in range(per_writer)],
+                    "msg": [f"{n}:{i}" for i in range(per_writer)],
+                }
+            ],
+        }
         answer = post_columns(client, body)
         if answer.status_code != 200 or answer.json()["accepted"] != per_writer:
             errors.append(answer.text)
@@ -214,8 +256,12 @@ def test_concurrent_writers_share_commits_and_lose_nothing(app, client):
 
 
 def test_jobs_and_workers_are_created_on_first_sight(client):
-    post_lines(client, {"kind": "log", "worker": "worker-3", "seq": 1, "msg": "hi", "ts": NOW_MS - 5000},
-               project="proj", job="new-job")
+    post_lines(
+        client,
+        {"kind": "log", "worker": "worker-3", "seq": 1, "msg": "hi", "ts": NOW_MS - 5000},
+        project="proj",
+        job="new-job",
+    )
     job = client.get("/jp/v1/jobs/new-job").json()
     assert job["job"]["status"] == "running" and job["job"]["started"] == NOW_MS - 5000
     assert [w["worker"] for w in job["workers"]] == ["worker-3"]
@@ -223,7 +269,10 @@ def test_jobs_and_workers_are_created_on_first_sight(client):
 
 def test_json_lines_content_type_variants_are_accepted(client):
     for content_type in ("application/x-ndjson", "application/jsonl", "application/x-ndjson; charset=utf-8"):
-        answer = client.post("/jp/v1/ingest", params={"project": "proj", "job": "j1"},
-                             content=lines({"kind": "scalar", "metric": "m", "iter": 1, "value": 1}),
-                             headers={"Content-Type": content_type})
+        answer = client.post(
+            "/jp/v1/ingest",
+            params={"project": "proj", "job": "j1"},
+            content=lines({"kind": "scalar", "metric": "m", "iter": 1, "value": 1}),
+            headers={"Content-Type": content_type},
+        )
         assert answer.json()["accepted"] == 1, content_type

@@ -16,16 +16,29 @@ from .settings import SETTINGS, load_settings
 
 
 def _server_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("server", help="run the jobpulse server",
-                       description="Run the server. Every option can also be set as JOBPULSE_<NAME>.")
+    p = sub.add_parser(
+        "server",
+        help="run the jobpulse server",
+        description="Run the server. Every option can also be set as JOBPULSE_<NAME>.",
+    )
     for setting in SETTINGS:
         flag = "--" + setting.name.replace("_", "-")
         if setting.type is bool:
-            p.add_argument(flag, dest=setting.name, action=argparse.BooleanOptionalAction, default=None,
-                           help=f"{setting.help} (default: {setting.default})")
+            p.add_argument(
+                flag,
+                dest=setting.name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=f"{setting.help} (default: {setting.default})",
+            )
         else:
-            p.add_argument(flag, dest=setting.name, type=setting.type, default=None,
-                           help=f"{setting.help} (default: {setting.default})")
+            p.add_argument(
+                flag,
+                dest=setting.name,
+                type=setting.type,
+                default=None,
+                help=f"{setting.help} (default: {setting.default})",
+            )
     p.add_argument("--demo", action="store_true", help="load the demo job once the server is up")
     p.set_defaults(func=cmd_server)
 
@@ -62,25 +75,40 @@ def cmd_server(args: argparse.Namespace) -> int:
 
     overrides = {s.name: getattr(args, s.name) for s in SETTINGS}
     settings = load_settings(overrides)
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
-    store = open_store(settings.store, Path(settings.data_dir), database=settings.database,
-                       raw_ttl_days=settings.raw_ttl_days)
+    store = open_store(
+        settings.store,
+        Path(settings.data_dir),
+        database=settings.database,
+        raw_ttl_days=settings.raw_ttl_days,
+    )
     if store.previous_version and store.previous_version < store.schema_version:
-        print(f"jobpulse: upgraded the store schema from version {store.previous_version} "
-              f"to {store.schema_version}", flush=True)
+        print(
+            f"jobpulse: upgraded the store schema from version {store.previous_version} "
+            f"to {store.schema_version}",
+            flush=True,
+        )
     token = bootstrap_admin(store, settings)
     app = create_app(store, settings)
     login = app.state.ctx.access.login_url()
-    print(f"jobpulse {store.engine.name} store at {settings.store if settings.store != 'embedded' else settings.data_dir}",
-          flush=True)
+    where = settings.data_dir if settings.store == "embedded" else settings.store
+    print(
+        f"jobpulse: {store.engine.name} store at {where}",
+        flush=True,
+    )
     print(f"jobpulse: serving on {settings.url}", flush=True)
     if login:
         print(f"jobpulse: open the web UI with {login}", flush=True)
     if args.demo:
         threading.Thread(target=_load_demo_when_up, args=(settings.url, token, store), daemon=True).start()
-    server = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port,
-                                           log_level=settings.log_level, access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False
+        )
+    )
     try:
         server.run()
     finally:
@@ -120,15 +148,18 @@ def cmd_keys(args: argparse.Namespace) -> int:
     client = Client(load_credentials(args.url, args.api_key))
     if args.action == "create":
         projects = args.project or ["*"]
-        answer = client.request("POST", "/jp/v1/keys", json={"name": args.name, "projects": projects,
-                                                              "role": args.role})
+        answer = client.request(
+            "POST", "/jp/v1/keys", json={"name": args.name, "projects": projects, "role": args.role}
+        )
         key = answer["key"]
         print(f"created key {key['key_id']} ({key['role']} on {', '.join(key['projects'])})")
         print(answer["token"])
     elif args.action == "list":
         for key in client.request("GET", "/jp/v1/keys")["keys"]:
             state = "revoked" if key["revoked"] else "active"
-            print(f"{key['key_id']}  {key['role']:<6} {state:<8} {','.join(key['projects']):<30} {key['name']}")
+            print(
+                f"{key['key_id']}  {key['role']:<6} {state:<8} {','.join(key['projects']):<30} {key['name']}"
+            )
     else:
         client.request("DELETE", f"/jp/v1/keys/{args.key_id}")
         print(f"revoked key {args.key_id}")

@@ -24,8 +24,16 @@ class Client:
         self.credentials = credentials or load_credentials()
         self.timeout = timeout
 
-    def request(self, method: str, path: str, *, json: Any = None, data: bytes | None = None,
-                content_type: str = "application/json", gzip_body: bool = False) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        data: bytes | None = None,
+        content_type: str = "application/json",
+        gzip_body: bool = False,
+    ) -> Any:
         if json is not None:
             data = orjson.dumps(json)
         headers = {"Accept": "application/json"}

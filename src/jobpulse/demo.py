@@ -32,10 +32,20 @@ def png(pixels: np.ndarray) -> bytes:
     raw = b"".join(b"\x00" + pixels[row].tobytes() for row in range(height))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        return (
+            struct.pack(">I", len(data))
+            + kind
+            + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        )
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw, 6))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _scalars(rng: np.random.Generator, t0: int) -> list[dict]:
@@ -49,18 +59,54 @@ def _scalars(rng: np.random.Generator, t0: int) -> list[dict]:
     ips = 2900 + rng.normal(0, 60, STEPS)
     val = steps[::100]
     series = [
-        {"kind": "scalar", "metric": "loss", "variant": "train", "iter": steps.tolist(), "ts": ts,
-         "value": loss.round(5).tolist()},
-        {"kind": "scalar", "metric": "loss", "variant": "val", "iter": val.tolist(), "ts": [ts[i] for i in val],
-         "value": (loss[val] + 0.15).round(5).tolist()},
-        {"kind": "scalar", "metric": "accuracy", "variant": "top1", "iter": val.tolist(),
-         "ts": [ts[i] for i in val], "value": top1[val].round(3).tolist()},
-        {"kind": "scalar", "metric": "accuracy", "variant": "top5", "iter": val.tolist(),
-         "ts": [ts[i] for i in val], "value": np.minimum(99, top1[val] + 17).round(3).tolist()},
-        {"kind": "scalar", "metric": "lr", "variant": "lr", "iter": steps.tolist(), "ts": ts,
-         "value": lr.round(7).tolist()},
-        {"kind": "scalar", "metric": "throughput", "variant": "images_per_sec", "iter": steps.tolist(), "ts": ts,
-         "value": ips.round(1).tolist()},
+        {
+            "kind": "scalar",
+            "metric": "loss",
+            "variant": "train",
+            "iter": steps.tolist(),
+            "ts": ts,
+            "value": loss.round(5).tolist(),
+        },
+        {
+            "kind": "scalar",
+            "metric": "loss",
+            "variant": "val",
+            "iter": val.tolist(),
+            "ts": [ts[i] for i in val],
+            "value": (loss[val] + 0.15).round(5).tolist(),
+        },
+        {
+            "kind": "scalar",
+            "metric": "accuracy",
+            "variant": "top1",
+            "iter": val.tolist(),
+            "ts": [ts[i] for i in val],
+            "value": top1[val].round(3).tolist(),
+        },
+        {
+            "kind": "scalar",
+            "metric": "accuracy",
+            "variant": "top5",
+            "iter": val.tolist(),
+            "ts": [ts[i] for i in val],
+            "value": np.minimum(99, top1[val] + 17).round(3).tolist(),
+        },
+        {
+            "kind": "scalar",
+            "metric": "lr",
+            "variant": "lr",
+            "iter": steps.tolist(),
+            "ts": ts,
+            "value": lr.round(7).tolist(),
+        },
+        {
+            "kind": "scalar",
+            "metric": "throughput",
+            "variant": "images_per_sec",
+            "iter": steps.tolist(),
+            "ts": ts,
+            "value": ips.round(1).tolist(),
+        },
     ]
     return series
 
@@ -72,8 +118,16 @@ def _system(rng: np.random.Generator, t0: int, worker: int) -> list[dict]:
     series: list[dict] = []
 
     def add(metric: str, device: str, values: np.ndarray) -> None:
-        series.append({"kind": "system", "worker": f"worker-{worker}", "metric": metric, "device": device,
-                       "ts": ts.tolist(), "value": np.round(values, 3).tolist()})
+        series.append(
+            {
+                "kind": "system",
+                "worker": f"worker-{worker}",
+                "metric": metric,
+                "device": device,
+                "ts": ts.tolist(),
+                "value": np.round(values, 3).tolist(),
+            }
+        )
 
     for gpu in range(GPUS):
         util = warm * (95 + rng.normal(0, 3, n))
@@ -110,14 +164,17 @@ TRACEBACK = """Traceback (most recent call last):
     batch = next(loader_iter)
   File "/usr/lib/python3/site-packages/torch/utils/data/dataloader.py", line 631, in __next__
     data = self._next_data()
-RuntimeError: DataLoader worker (pid 41822) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory."""
+RuntimeError: DataLoader worker (pid 41822) is killed by signal: Bus error. \
+It is possible that dataloader's workers are out of shared memory."""
 
 
 def _logs(t0: int, worker: int) -> dict:
     lines: list[tuple[int, str, str]] = []
     w = f"worker-{worker}"
     lines.append((t0, "info", f"[{w}] initializing process group: backend=nccl world_size={WORKERS * GPUS}"))
-    lines.append((t0 + 800, "info", f"[{w}] rank {worker * GPUS}-{worker * GPUS + GPUS - 1} ready on 8x H100 80GB"))
+    lines.append(
+        (t0 + 800, "info", f"[{w}] rank {worker * GPUS}-{worker * GPUS + GPUS - 1} ready on 8x H100 80GB")
+    )
     lines.append((t0 + 1500, "warning", f"[{w}] NCCL_IB_TIMEOUT not set, using default 18"))
     epochs = 30
     per_epoch = SPAN_S * 1000 // epochs
@@ -128,15 +185,28 @@ def _logs(t0: int, worker: int) -> dict:
             loss = 6.9 * math.exp(-4 * (epoch * 100 + step) / 3000) + 0.9
             lines.append((when, "info", f"epoch {epoch + 1} step {step * 10}/1000 loss={loss:.4f} lr=0.2"))
         bar = "█" * 10
-        lines.append((start + per_epoch - 500, "info",
-                      f"Epoch {epoch + 1}: 100%|{bar}| 1000/1000 [03:58<00:00, 4.19it/s]"))
+        lines.append(
+            (
+                start + per_epoch - 500,
+                "info",
+                f"Epoch {epoch + 1}: 100%|{bar}| 1000/1000 [03:58<00:00, 4.19it/s]",
+            )
+        )
         if worker == 2 and epoch == 17:
             for i, text in enumerate(TRACEBACK.splitlines()):
                 lines.append((start + per_epoch // 2 + i, "error", text))
-            lines.append((start + per_epoch // 2 + 50, "warning", "restarting data loader workers (attempt 1 of 3)"))
+            lines.append(
+                (start + per_epoch // 2 + 50, "warning", "restarting data loader workers (attempt 1 of 3)")
+            )
     ts = [t for t, _, _ in lines]
-    return {"kind": "log", "worker": w, "seq": list(range(1, len(lines) + 1)), "ts": ts,
-            "level": [lvl for _, lvl, _ in lines], "msg": [m for _, _, m in lines]}
+    return {
+        "kind": "log",
+        "worker": w,
+        "seq": list(range(1, len(lines) + 1)),
+        "ts": ts,
+        "level": [lvl for _, lvl, _ in lines],
+        "msg": [m for _, _, m in lines],
+    }
 
 
 def load_demo(client: Client, *, job: str = JOB, project: str = PROJECT, seed: int = 7) -> dict:
@@ -144,13 +214,28 @@ def load_demo(client: Client, *, job: str = JOB, project: str = PROJECT, seed: i
     rng = np.random.default_rng(seed)
     now = int(time.time() * 1000)
     t0 = now - SPAN_S * 1000
-    client.request("POST", "/jp/v1/jobs", json={
-        "project": project, "job": job, "name": "ResNet-50 on ImageNet (demo)", "tags": ["demo", "resnet"],
-        "config": {"model": "resnet50", "batch_size": 1024, "optimizer": "sgd", "epochs": 30},
-        "instance_type": {"id": "gpu-8xh100", "name": "8x H100 80GB", "memory_limit_mib": 1024 * 1024,
-                          "millicpu_limit": 96_000, "gpu_count": GPUS, "gpu_type": "H100",
-                          "gpu_memory_limit_mib": 80 * 1024},
-        "leader": "worker-0", "status": "running"})
+    client.request(
+        "POST",
+        "/jp/v1/jobs",
+        json={
+            "project": project,
+            "job": job,
+            "name": "ResNet-50 on ImageNet (demo)",
+            "tags": ["demo", "resnet"],
+            "config": {"model": "resnet50", "batch_size": 1024, "optimizer": "sgd", "epochs": 30},
+            "instance_type": {
+                "id": "gpu-8xh100",
+                "name": "8x H100 80GB",
+                "memory_limit_mib": 1024 * 1024,
+                "millicpu_limit": 96_000,
+                "gpu_count": GPUS,
+                "gpu_type": "H100",
+                "gpu_memory_limit_mib": 80 * 1024,
+            },
+            "leader": "worker-0",
+            "status": "running",
+        },
+    )
     sent = 0
     result = client.ingest({"project": project, "job": job, "series": _scalars(rng, t0)})
     sent += result["accepted"]
@@ -161,21 +246,46 @@ def load_demo(client: Client, *, job: str = JOB, project: str = PROJECT, seed: i
         sent += result["accepted"]
     classes = ["cat", "dog", "car", "ship"]
     matrix = (rng.dirichlet(np.ones(4) * 0.3, 4) * 100 + np.eye(4) * 300).round().tolist()
-    figure = {"data": [{"type": "heatmap", "z": matrix, "x": classes, "y": classes, "colorscale": "Blues"}],
-              "layout": {"title": {"text": "Confusion matrix (val)"}, "xaxis": {"title": {"text": "predicted"}},
-                         "yaxis": {"title": {"text": "true"}}}}
+    figure = {
+        "data": [{"type": "heatmap", "z": matrix, "x": classes, "y": classes, "colorscale": "Blues"}],
+        "layout": {
+            "title": {"text": "Confusion matrix (val)"},
+            "xaxis": {"title": {"text": "predicted"}},
+            "yaxis": {"title": {"text": "true"}},
+        },
+    }
     yy, xx = np.mgrid[0:64, 0:64]
     pixels = np.stack([(xx * 4) % 256, (yy * 4) % 256, ((xx + yy) * 2) % 256], axis=-1).astype(np.uint8)
-    upload = client.request("PUT", f"/jp/v1/jobs/{job}/files/samples/batch-{STEPS}.png", data=png(pixels),
-                            content_type="image/png")
+    upload = client.request(
+        "PUT",
+        f"/jp/v1/jobs/{job}/files/samples/batch-{STEPS}.png",
+        data=png(pixels),
+        content_type="image/png",
+    )
     events = [
         {"kind": "plot", "metric": "confusion", "variant": "val", "iter": STEPS, "plot": figure, "ts": now},
-        {"kind": "image", "metric": "samples", "variant": "augmented", "iter": STEPS, "url": upload["url"], "ts": now},
-        {"kind": "vector", "metric": "grad_norm", "variant": "per_layer", "iter": STEPS,
-         "values": rng.gamma(2, 0.5, 16).round(4).tolist(), "ts": now},
+        {
+            "kind": "image",
+            "metric": "samples",
+            "variant": "augmented",
+            "iter": STEPS,
+            "url": upload["url"],
+            "ts": now,
+        },
+        {
+            "kind": "vector",
+            "metric": "grad_norm",
+            "variant": "per_layer",
+            "iter": STEPS,
+            "values": rng.gamma(2, 0.5, 16).round(4).tolist(),
+            "ts": now,
+        },
     ]
     sent += client.ingest(events, project=project, job=job)["accepted"]
     for worker in range(WORKERS):
-        client.request("PUT", f"/jp/v1/jobs/{job}/workers/worker-{worker}",
-                       json={"status": "running", "host": f"gpu-node-{worker:02d}"})
+        client.request(
+            "PUT",
+            f"/jp/v1/jobs/{job}/workers/worker-{worker}",
+            json={"status": "running", "host": f"gpu-node-{worker:02d}"},
+        )
     return {"job": job, "project": project, "events": sent}

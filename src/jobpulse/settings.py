@@ -28,23 +28,45 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("host", "127.0.0.1", "address to listen on; 0.0.0.0 exposes the server to the network"),
     Setting("port", 8642, "TCP port to listen on", int),
-    Setting("data_dir", None, "directory for the embedded store and the file store "
-            "(default: $XDG_DATA_HOME/jobpulse, else ~/.local/share/jobpulse)", Path),
-    Setting("store", "embedded", "'embedded' (ClickHouse in-process through chdb, under data_dir) or a ClickHouse "
-            "server URL clickhouse://user:password@host:8123/database (clickhouses:// for TLS)"),
+    Setting(
+        "data_dir",
+        None,
+        "directory for the embedded store and the file store "
+        "(default: $XDG_DATA_HOME/jobpulse, else ~/.local/share/jobpulse)",
+        Path,
+    ),
+    Setting(
+        "store",
+        "embedded",
+        "'embedded' (ClickHouse in-process through chdb, under data_dir) or a ClickHouse "
+        "server URL clickhouse://user:password@host:8123/database (clickhouses:// for TLS)",
+    ),
     Setting("database", "jobpulse", "database name inside the embedded store"),
     Setting("log_level", "info", "server log level: debug, info, warning, error"),
-    Setting("public_url", "", "URL users reach the server at, for links it prints (default: http://host:port)"),
-    Setting("raw_ttl_days", 0, "days to keep raw system-metric samples; per-minute rollups stay; 0 keeps them forever",
-            int),
+    Setting(
+        "public_url", "", "URL users reach the server at, for links it prints (default: http://host:port)"
+    ),
+    Setting(
+        "raw_ttl_days",
+        0,
+        "days to keep raw system-metric samples; per-minute rollups stay; 0 keeps them forever",
+        int,
+    ),
     Setting("max_body_bytes", 64 << 20, "largest ingest body accepted, after decompression, in bytes", int),
     Setting("max_events", 1_000_000, "most events in one ingest batch", int),
     Setting("max_file_bytes", 256 << 20, "largest uploaded file (debug image, artifact) in bytes", int),
-    Setting("key_cache_seconds", 5, "seconds a verified API key is trusted before it is checked again; "
-            "a key revoked on another replica stops working within this time", int),
+    Setting(
+        "key_cache_seconds",
+        5,
+        "seconds a verified API key is trusted before it is checked again; "
+        "a key revoked on another replica stops working within this time",
+        int,
+    ),
     Setting("session_hours", 24 * 7, "lifetime of a web UI session cookie, in hours", int),
     Setting("follow_poll_ms", 500, "how often a live log follow looks for new lines, in milliseconds", int),
-    Setting("write_credentials", True, "on first start, write the admin key to the user's credentials file", bool),
+    Setting(
+        "write_credentials", True, "on first start, write the admin key to the user's credentials file", bool
+    ),
 )
 
 

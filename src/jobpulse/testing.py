@@ -49,9 +49,21 @@ class ServerProcess:
         self.log_path = self.data_dir / "server.log"
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child process writes it until stopped
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "jobpulse", "server", "--port", str(self.port), "--data-dir", str(self.data_dir),
-             *self.extra_args],
-            stdout=log, stderr=subprocess.STDOUT, env=self.environ())
+            [
+                sys.executable,
+                "-m",
+                "jobpulse",
+                "server",
+                "--port",
+                str(self.port),
+                "--data-dir",
+                str(self.data_dir),
+                *self.extra_args,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.environ(),
+        )
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -90,14 +102,16 @@ class ServerProcess:
 
 
 @contextmanager
-def running_server(data_dir: Path | None = None, *, extra_args: list[str] | None = None,
-                   env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
+def running_server(
+    data_dir: Path | None = None, *, extra_args: list[str] | None = None, env: dict[str, str] | None = None
+) -> Iterator[ServerProcess]:
     """A started server; stopped at the end. Its admin key is ``.api_key``, its address ``.url``."""
     with tempfile.TemporaryDirectory(prefix="jobpulse-") as tmp:
         root = Path(data_dir or tmp)
         (root / "config").mkdir(parents=True, exist_ok=True)
-        server = ServerProcess(data_dir=root / "data", config_dir=root / "config", extra_args=extra_args or [],
-                               env=env or {})
+        server = ServerProcess(
+            data_dir=root / "data", config_dir=root / "config", extra_args=extra_args or [], env=env or {}
+        )
         server.data_dir.mkdir(parents=True, exist_ok=True)
         server.start()
         try:

@@ -53,7 +53,9 @@ class Batch:
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append({"index": index, "reason": reason, "detail": detail})
 
-    def add(self, table: str, chunk: dict[str, Any], job: str, project: str | None, worker: str, ts0: int) -> None:
+    def add(
+        self, table: str, chunk: dict[str, Any], job: str, project: str | None, worker: str, ts0: int
+    ) -> None:
         self.columns.setdefault(table, []).append(chunk)
         known = self.jobs.get(job)
         if known is None:
@@ -83,7 +85,7 @@ class Batch:
         out = {}
         for table, chunks in self.columns.items():
             if chunks:
-                out[table] = pa.concat_tables([_to_arrow(table, c) for c in chunks])
+                out[table] = pa.concat_tables([_to_arrow(table, c) for c in _coalesce(chunks)])
         return out
 
 
@@ -104,7 +106,9 @@ def decode(body: bytes, encoding: str | None, limit: int) -> bytes:
         except zstandard.ZstdError as exc:
             raise BadRequest(f"body is not valid zstd: {exc}", field="Content-Encoding") from exc
     else:
-        raise BadRequest(f"Content-Encoding {encoding!r} is not supported; use gzip or zstd", field="Content-Encoding")
+        raise BadRequest(
+            f"Content-Encoding {encoding!r} is not supported; use gzip or zstd", field="Content-Encoding"
+        )
     if len(data) > limit:
         raise PayloadTooLarge(f"body is larger than {limit} bytes once decoded", field="body")
     return data
@@ -116,12 +120,17 @@ class _Bytes:
 
     def read(self, n: int = -1) -> bytes:
         end = len(self._data) if n < 0 else self._pos + n
-        chunk, self._pos = self._data[self._pos:end], min(end, len(self._data))
+        chunk, self._pos = self._data[self._pos : end], min(end, len(self._data))
         return chunk
 
 
 def parse_body(
-    data: bytes, content_type: str | None, defaults: dict[str, str | None], *, max_events: int, now_ms: int | None = None
+    data: bytes,
+    content_type: str | None,
+    defaults: dict[str, str | None],
+    *,
+    max_events: int,
+    now_ms: int | None = None,
 ) -> Batch:
     now_ms = now_ms if now_ms is not None else time.time_ns() // 1_000_000
     kind = (content_type or "").split(";")[0].strip().lower()
@@ -192,8 +201,16 @@ def _one_event(event: dict, defaults: dict, batch: Batch, now_ms: int) -> None:
         it = _iter(event.get("iter"))
         if kind == "scalar":
             value = _value(event.get("value"))
-            chunk = {"job": job, "metric": [metric], "variant": [variant], "iter": [it], "ts": [ts],
-                     "value": [value], "worker": worker, "model_event": int(bool(event.get("model_event")))}
+            chunk = {
+                "job": job,
+                "metric": [metric],
+                "variant": [variant],
+                "iter": [it],
+                "ts": [ts],
+                "value": [value],
+                "worker": worker,
+                "model_event": int(bool(event.get("model_event"))),
+            }
             batch.add("scalars", chunk, job, project, worker, ts)
         else:
             key, url, payload = "", "", ""
@@ -214,7 +231,9 @@ def _one_event(event: dict, defaults: dict, batch: Batch, now_ms: int) -> None:
                         raise _Reject("invalid_plot", f"'plot' is not valid JSON: {exc}") from exc
                     payload = plot
                 else:
-                    raise _Reject("invalid_plot", "plot event needs 'plot': a Plotly figure object or its JSON")
+                    raise _Reject(
+                        "invalid_plot", "plot event needs 'plot': a Plotly figure object or its JSON"
+                    )
             else:
                 url = event.get("url")
                 if not isinstance(url, str) or not url or len(url) > 2048:
@@ -226,9 +245,19 @@ def _one_event(event: dict, defaults: dict, batch: Batch, now_ms: int) -> None:
                 payload = orjson.dumps(extra).decode() if isinstance(extra, dict) else ""
             if len(payload) > MAX_PAYLOAD:
                 raise _Reject("payload_too_large", f"an event's payload is at most {MAX_PAYLOAD} bytes")
-            chunk = {"job": job, "kind": kind, "metric": [metric], "variant": [variant], "iter": [it], "key": [key],
-                     "ts": [ts], "worker": worker, "url": [url], "payload": [payload],
-                     "model_event": int(bool(event.get("model_event")))}
+            chunk = {
+                "job": job,
+                "kind": kind,
+                "metric": [metric],
+                "variant": [variant],
+                "iter": [it],
+                "key": [key],
+                "ts": [ts],
+                "worker": worker,
+                "url": [url],
+                "payload": [payload],
+                "model_event": int(bool(event.get("model_event"))),
+            }
             batch.add("events", chunk, job, project, worker, ts)
     elif kind == "log":
         seq = event.get("seq")
@@ -240,8 +269,14 @@ def _one_event(event: dict, defaults: dict, batch: Batch, now_ms: int) -> None:
         if len(msg) > MAX_MSG:
             raise _Reject("msg_too_long", f"a log line is at most {MAX_MSG} characters; split longer output")
         level = _level(event.get("level"))
-        batch.add("logs", {"job": job, "ts": [ts], "worker": worker, "seq": [seq], "level": [level], "msg": [msg]},
-                  job, project, worker, ts)
+        batch.add(
+            "logs",
+            {"job": job, "ts": [ts], "worker": worker, "seq": [seq], "level": [level], "msg": [msg]},
+            job,
+            project,
+            worker,
+            ts,
+        )
     else:
         metric = _name(event, "metric", required=True)
         device = event.get("device", "")
@@ -250,8 +285,21 @@ def _one_event(event: dict, defaults: dict, batch: Batch, now_ms: int) -> None:
         if not isinstance(device, str) or len(device) > 64:
             raise _Reject("invalid_device", "'device' is the accelerator index as a string, '' for the host")
         value = _value(event.get("value"))
-        batch.add("system", {"job": job, "worker": worker, "metric": [metric], "device": [device], "ts": [ts],
-                             "value": [value]}, job, project, worker, ts)
+        batch.add(
+            "system",
+            {
+                "job": job,
+                "worker": worker,
+                "metric": [metric],
+                "device": [device],
+                "ts": [ts],
+                "value": [value],
+            },
+            job,
+            project,
+            worker,
+            ts,
+        )
     batch.accepted += 1
 
 
@@ -270,7 +318,9 @@ def _worker(event: dict, defaults: dict, kind: str) -> str:
     if worker is None or worker == "":
         return "worker-0" if kind in ("log", "system") else ""
     if not isinstance(worker, str) or not WORKER_ID.match(worker):
-        raise _Reject("invalid_worker", f"'worker' must be 1-128 of letters, digits or '._:@/-', got {worker!r}")
+        raise _Reject(
+            "invalid_worker", f"'worker' must be 1-128 of letters, digits or '._:@/-', got {worker!r}"
+        )
     return worker
 
 
@@ -279,7 +329,9 @@ def _name(event: dict, name: str, required: bool) -> str:
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value) or len(value) > MAX_NAME:
-        raise _Reject(f"invalid_{name}", f"'{name}' must be a non-empty string of at most {MAX_NAME} characters")
+        raise _Reject(
+            f"invalid_{name}", f"'{name}' must be a non-empty string of at most {MAX_NAME} characters"
+        )
     return value
 
 
@@ -300,12 +352,20 @@ def _ts(value: Any, now_ms: int) -> int:
         raise _Reject("invalid_ts", "'ts' must be epoch milliseconds")
     ts = int(value)
     if not TS_MIN <= ts <= now_ms + TS_AHEAD:
-        raise _Reject("ts_out_of_range", "'ts' must be epoch milliseconds between 2000-01-01 and a week from now")
+        raise _Reject(
+            "ts_out_of_range", "'ts' must be epoch milliseconds between 2000-01-01 and a week from now"
+        )
     return ts
 
 
-_SPECIAL = {"NaN": float("nan"), "nan": float("nan"), "Infinity": float("inf"), "inf": float("inf"),
-            "-Infinity": float("-inf"), "-inf": float("-inf")}
+_SPECIAL = {
+    "NaN": float("nan"),
+    "nan": float("nan"),
+    "Infinity": float("inf"),
+    "inf": float("inf"),
+    "-Infinity": float("-inf"),
+    "-inf": float("-inf"),
+}
 
 
 def _value(value: Any) -> float:
@@ -313,7 +373,7 @@ def _value(value: Any) -> float:
         return float(value)
     if isinstance(value, str) and value in _SPECIAL:
         return _SPECIAL[value]
-    raise _Reject("invalid_value", "'value' must be a number, or \"NaN\", \"Infinity\" or \"-Infinity\"")
+    raise _Reject("invalid_value", '\'value\' must be a number, or "NaN", "Infinity" or "-Infinity"')
 
 
 def _level(value: Any) -> str:
@@ -331,7 +391,7 @@ def _floats(values: list) -> np.ndarray:
     try:
         return np.asarray([_SPECIAL.get(v, v) if isinstance(v, str) else v for v in values], dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise _Reject("invalid_values", "values must be numbers or \"NaN\", \"Infinity\", \"-Infinity\"") from exc
+        raise _Reject("invalid_values", 'values must be numbers or "NaN", "Infinity", "-Infinity"') from exc
 
 
 # -- columnar ----------------------------------------------------------------------------------------
@@ -387,7 +447,9 @@ def _one_series(series: dict, defaults: dict, batch: Batch, base: int, n: int, n
     else:
         ts_arr = _int_array(ts, "ts", "invalid_ts")
         if ts_arr.min() < TS_MIN or ts_arr.max() > now_ms + TS_AHEAD:
-            raise _Reject("ts_out_of_range", "'ts' must be epoch milliseconds between 2000-01-01 and a week from now")
+            raise _Reject(
+                "ts_out_of_range", "'ts' must be epoch milliseconds between 2000-01-01 and a week from now"
+            )
     keep = np.ones(n, dtype=bool)
     if kind == "log":
         seq = _int_array(_column(series, "seq", n) or [], "seq", "invalid_seq")
@@ -412,8 +474,14 @@ def _one_series(series: dict, defaults: dict, batch: Batch, base: int, n: int, n
             if reason:
                 keep[i] = False
                 batch.reject(base + i, *reason)
-        chunk = {"job": job, "ts": ts_arr, "worker": worker, "seq": seq.astype(np.uint64),
-                 "level": level_list or levels, "msg": msgs}
+        chunk = {
+            "job": job,
+            "ts": ts_arr,
+            "worker": worker,
+            "seq": seq.astype(np.uint64),
+            "level": level_list or levels,
+            "msg": msgs,
+        }
         table = "logs"
     else:
         values = _column(series, "value", n)
@@ -428,18 +496,33 @@ def _one_series(series: dict, defaults: dict, batch: Batch, base: int, n: int, n
             iter_arr = _int_array(iters, "iter", "invalid_iter")
             if iter_arr.min() < ITER_MIN or iter_arr.max() > ITER_MAX:
                 raise _Reject("iter_out_of_range", f"'iter' must be in [{ITER_MIN}, {ITER_MAX}]")
-            chunk = {"job": job, "metric": metric, "variant": _name(series, "variant", required=False),
-                     "iter": iter_arr, "ts": ts_arr, "value": value_arr, "worker": worker,
-                     "model_event": int(bool(series.get("model_event")))}
+            chunk = {
+                "job": job,
+                "metric": metric,
+                "variant": _name(series, "variant", required=False),
+                "iter": iter_arr,
+                "ts": ts_arr,
+                "value": value_arr,
+                "worker": worker,
+                "model_event": int(bool(series.get("model_event"))),
+            }
             table = "scalars"
         else:
             device = series.get("device", "")
             if isinstance(device, int) and not isinstance(device, bool):
                 device = str(device)
             if not isinstance(device, str) or len(device) > 64:
-                raise _Reject("invalid_device", "'device' is the accelerator index as a string, '' for the host")
-            chunk = {"job": job, "worker": worker, "metric": metric, "device": device, "ts": ts_arr,
-                     "value": value_arr}
+                raise _Reject(
+                    "invalid_device", "'device' is the accelerator index as a string, '' for the host"
+                )
+            chunk = {
+                "job": job,
+                "worker": worker,
+                "metric": metric,
+                "device": device,
+                "ts": ts_arr,
+                "value": value_arr,
+            }
             table = "system"
     if not keep.all():
         chunk = {k: _take(v, keep) for k, v in chunk.items()}
@@ -490,6 +573,28 @@ def _take(value: Any, keep: np.ndarray) -> Any:
 
 def _chunk_len(table: str, chunk: dict) -> int:
     return len(chunk["ts"])
+
+
+def _coalesce(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merge runs of one-event chunks (JSON lines make one per event) into one chunk each, so that a
+    batch becomes a few Arrow tables of many rows, not one table (and one insert block) per event."""
+    out: list[dict[str, Any]] = []
+    merged: dict[str, list] | None = None
+    for chunk in chunks:
+        n = len(chunk["ts"])
+        if n > 1 or any(isinstance(v, np.ndarray) for v in chunk.values()):
+            merged = None
+            out.append(chunk)
+            continue
+        if merged is None or merged.keys() != chunk.keys():
+            merged = {k: [] for k in chunk}
+            out.append(merged)
+        for k, v in chunk.items():
+            if isinstance(v, list):
+                merged[k].extend(v)
+            else:
+                merged[k].append(v)
+    return out
 
 
 def _to_arrow(table: str, chunk: dict[str, Any]) -> pa.Table:

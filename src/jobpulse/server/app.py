@@ -27,17 +27,28 @@ log = logging.getLogger("jobpulse.server")
 ErrorShape = tuple[Callable[[Request], bool], Callable[[int, str, str, str | None], Response]]
 
 
-def create_app(store: Store, settings: Settings, *, extensions: list[Callable[[FastAPI], None]] | None = None
-               ) -> FastAPI:
+def create_app(
+    store: Store, settings: Settings, *, extensions: list[Callable[[FastAPI], None]] | None = None
+) -> FastAPI:
     """The jobpulse server over ``store``: the native API, the compatible APIs and the web UI."""
-    app = FastAPI(title="jobpulse", version=__version__,
-                  description="Telemetry for ML training jobs. Native API under /jp/v1; see docs/ for the "
-                              "ingest format and the compatible APIs.",
-                  docs_url="/docs", redoc_url=None, openapi_url="/openapi.json")
+    app = FastAPI(
+        title="jobpulse",
+        version=__version__,
+        description="Telemetry for ML training jobs. Native API under /jp/v1; see docs/ for the "
+        "ingest format and the compatible APIs.",
+        docs_url="/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
     signer = Signer(store.state.secret())
-    app.state.ctx = Context(store=store, settings=settings, signer=signer,
-                            access=Access(store, settings, signer), committer=Committer(store.writer),
-                            files=FileStore(settings.files_dir))
+    app.state.ctx = Context(
+        store=store,
+        settings=settings,
+        signer=signer,
+        access=Access(store, settings, signer),
+        committer=Committer(store.writer),
+        files=FileStore(settings.files_dir),
+    )
     app.state.error_shapes = []
     for module in (ingest, jobs, scalars, logs, system, files, keys, session):
         app.include_router(module.router)
@@ -47,8 +58,9 @@ def create_app(store: Store, settings: Settings, *, extensions: list[Callable[[F
     return app
 
 
-def add_error_shape(app: FastAPI, matches: Callable[[Request], bool],
-                    render: Callable[[int, str, str, str | None], Response]) -> None:
+def add_error_shape(
+    app: FastAPI, matches: Callable[[Request], bool], render: Callable[[int, str, str, str | None], Response]
+) -> None:
     """Let an API family answer errors on its own routes in its own shape."""
     app.state.error_shapes.append((matches, render))
 
@@ -92,8 +104,13 @@ def _default_extensions() -> list[Callable[[FastAPI], None]]:
     import importlib
 
     found = []
-    for name in ("jobpulse.compat.modelarts", "jobpulse.compat.pai", "jobpulse.compat.baseten",
-                 "jobpulse.compat.clearml", "jobpulse.ui"):
+    for name in (
+        "jobpulse.compat.modelarts",
+        "jobpulse.compat.pai",
+        "jobpulse.compat.baseten",
+        "jobpulse.compat.clearml",
+        "jobpulse.ui",
+    ):
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:

@@ -25,8 +25,9 @@ def error_body(status: int, code: str, message: str, field: str | None = None) -
     return {"error": {"status": status, "code": code, "message": message, "field": field}}
 
 
-def error_response(status: int, code: str, message: str, field: str | None = None,
-                   headers: dict[str, str] | None = None) -> JSON:
+def error_response(
+    status: int, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None
+) -> JSON:
     return JSON(error_body(status, code, message, field), status_code=status, headers=headers)
 
 

@@ -45,7 +45,9 @@ class Store:
         self.engine.close()
 
 
-def open_store(url: str | None, data_dir: Path, *, database: str = "jobpulse", raw_ttl_days: int = 0) -> Store:
+def open_store(
+    url: str | None, data_dir: Path, *, database: str = "jobpulse", raw_ttl_days: int = 0
+) -> Store:
     """``url`` None or ``embedded``: chdb under ``data_dir``; ``clickhouse://user:pass@host:8123/db``: a server."""
     if url in (None, "", "embedded"):
         path = data_dir / "clickhouse"

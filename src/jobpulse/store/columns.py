@@ -9,40 +9,99 @@ import pyarrow as pa
 _MS = pa.timestamp("ms", tz="UTC")
 
 SCHEMAS: dict[str, pa.Schema] = {
-    "jobs": pa.schema([
-        ("job", pa.string()), ("project", pa.string()), ("name", pa.string()), ("status", pa.string()),
-        ("created", _MS), ("started", _MS), ("ended", _MS), ("updated", _MS),
-        ("tags", pa.list_(pa.string())), ("config", pa.string()), ("instance_type", pa.string()),
-        ("error_message", pa.string()), ("leader", pa.string()), ("locked", pa.uint8()),
-        ("deleted", pa.uint8()), ("version", pa.uint64()),
-    ]),
-    "workers": pa.schema([
-        ("job", pa.string()), ("worker", pa.string()), ("status", pa.string()), ("host", pa.string()),
-        ("exit_code", pa.int32()), ("started", _MS), ("ended", _MS), ("updated", _MS),
-        ("deleted", pa.uint8()), ("version", pa.uint64()),
-    ]),
-    "scalars": pa.schema([
-        ("job", pa.string()), ("metric", pa.string()), ("variant", pa.string()), ("iter", pa.int64()),
-        ("ts", _MS), ("value", pa.float64()), ("worker", pa.string()), ("model_event", pa.uint8()),
-    ]),
-    "events": pa.schema([
-        ("job", pa.string()), ("kind", pa.string()), ("metric", pa.string()), ("variant", pa.string()),
-        ("iter", pa.int64()), ("key", pa.string()), ("ts", _MS), ("worker", pa.string()),
-        ("url", pa.string()), ("payload", pa.string()), ("model_event", pa.uint8()),
-    ]),
-    "logs": pa.schema([
-        ("job", pa.string()), ("ts", _MS), ("worker", pa.string()), ("seq", pa.uint64()),
-        ("level", pa.string()), ("msg", pa.string()),
-    ]),
-    "system": pa.schema([
-        ("job", pa.string()), ("worker", pa.string()), ("metric", pa.string()), ("device", pa.string()),
-        ("ts", _MS), ("value", pa.float64()),
-    ]),
-    "api_keys": pa.schema([
-        ("key_id", pa.string()), ("secret_hash", pa.string()), ("name", pa.string()),
-        ("projects", pa.list_(pa.string())), ("role", pa.string()), ("created", _MS), ("revoked", _MS),
-        ("version", pa.uint64()),
-    ]),
+    "jobs": pa.schema(
+        [
+            ("job", pa.string()),
+            ("project", pa.string()),
+            ("name", pa.string()),
+            ("status", pa.string()),
+            ("created", _MS),
+            ("started", _MS),
+            ("ended", _MS),
+            ("updated", _MS),
+            ("tags", pa.list_(pa.string())),
+            ("config", pa.string()),
+            ("instance_type", pa.string()),
+            ("error_message", pa.string()),
+            ("leader", pa.string()),
+            ("locked", pa.uint8()),
+            ("deleted", pa.uint8()),
+            ("version", pa.uint64()),
+        ]
+    ),
+    "workers": pa.schema(
+        [
+            ("job", pa.string()),
+            ("worker", pa.string()),
+            ("status", pa.string()),
+            ("host", pa.string()),
+            ("exit_code", pa.int32()),
+            ("started", _MS),
+            ("ended", _MS),
+            ("updated", _MS),
+            ("deleted", pa.uint8()),
+            ("version", pa.uint64()),
+        ]
+    ),
+    "scalars": pa.schema(
+        [
+            ("job", pa.string()),
+            ("metric", pa.string()),
+            ("variant", pa.string()),
+            ("iter", pa.int64()),
+            ("ts", _MS),
+            ("value", pa.float64()),
+            ("worker", pa.string()),
+            ("model_event", pa.uint8()),
+        ]
+    ),
+    "events": pa.schema(
+        [
+            ("job", pa.string()),
+            ("kind", pa.string()),
+            ("metric", pa.string()),
+            ("variant", pa.string()),
+            ("iter", pa.int64()),
+            ("key", pa.string()),
+            ("ts", _MS),
+            ("worker", pa.string()),
+            ("url", pa.string()),
+            ("payload", pa.string()),
+            ("model_event", pa.uint8()),
+        ]
+    ),
+    "logs": pa.schema(
+        [
+            ("job", pa.string()),
+            ("ts", _MS),
+            ("worker", pa.string()),
+            ("seq", pa.uint64()),
+            ("level", pa.string()),
+            ("msg", pa.string()),
+        ]
+    ),
+    "system": pa.schema(
+        [
+            ("job", pa.string()),
+            ("worker", pa.string()),
+            ("metric", pa.string()),
+            ("device", pa.string()),
+            ("ts", _MS),
+            ("value", pa.float64()),
+        ]
+    ),
+    "api_keys": pa.schema(
+        [
+            ("key_id", pa.string()),
+            ("secret_hash", pa.string()),
+            ("name", pa.string()),
+            ("projects", pa.list_(pa.string())),
+            ("role", pa.string()),
+            ("created", _MS),
+            ("revoked", _MS),
+            ("version", pa.uint64()),
+        ]
+    ),
     "server_state": pa.schema([("name", pa.string()), ("value", pa.string()), ("version", pa.uint64())]),
 }
 

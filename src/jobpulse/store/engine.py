@@ -78,7 +78,9 @@ class EmbeddedEngine:
         arrow_rows = data  # noqa: F841 - read by name by the Python() table function below
         try:
             with self._calls:
-                self._session.query(f"INSERT INTO {table} ({columns}) SELECT * FROM Python(arrow_rows)", "Null")
+                self._session.query(
+                    f"INSERT INTO {table} ({columns}) SELECT * FROM Python(arrow_rows)", "Null"
+                )
         except Exception as exc:
             raise _translate(exc) from exc
 
@@ -162,4 +164,6 @@ def _translate(exc: Exception) -> Exception:
     # Errors caused by the query's input (bad parameter values) are the caller's, not the store's.
     if "query parameter" in text:
         return BadRequest(f"invalid query parameter: {text.splitlines()[0][:300]}")
-    return StoreUnavailable(f"storage engine error: {text.splitlines()[0][:500] if text else type(exc).__name__}")
+    return StoreUnavailable(
+        f"storage engine error: {text.splitlines()[0][:500] if text else type(exc).__name__}"
+    )

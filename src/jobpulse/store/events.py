@@ -54,18 +54,102 @@ class Events:
             clauses.append("iter <= {imax:Int64}")
             params["imax"] = iter_max
         if after is not None:
-            clauses.append("(metric, variant, iter, key) > ({am:String}, {av:String}, {ai:Int64}, {ak:String})")
+            clauses.append(
+                "(metric, variant, iter, key) > ({am:String}, {av:String}, {ai:Int64}, {ak:String})"
+            )
             params.update(am=after[0], av=after[1], ai=after[2], ak=after[3])
-        inner = (f"SELECT * FROM {self._db}.events FINAL WHERE {' AND '.join(clauses)}")
+        inner = f"SELECT * FROM {self._db}.events FINAL WHERE {' AND '.join(clauses)}"
         if last_iters is not None:
-            inner = (f"SELECT * FROM ({inner}) WHERE (metric, variant, iter) IN ("
-                     f"SELECT metric, variant, iter FROM (SELECT DISTINCT metric, variant, iter FROM ({inner})) "
-                     f"ORDER BY iter DESC LIMIT {int(last_iters)} BY metric, variant)")
+            inner = (
+                f"SELECT * FROM ({inner}) WHERE (metric, variant, iter) IN ("
+                f"SELECT metric, variant, iter FROM (SELECT DISTINCT metric, variant, iter FROM ({inner})) "
+                f"ORDER BY iter DESC LIMIT {int(last_iters)} BY metric, variant)"
+            )
         return self._engine.query(
             f"""SELECT metric, variant, iter, key, toUnixTimestamp64Milli(ts) AS ts, worker, url, payload,
                 model_event FROM ({inner}) ORDER BY metric, variant, iter, key LIMIT {{limit:UInt32}}""",
             params,
         ).to_pylist()
+
+    def timeline(
+        self,
+        job: str,
+        sources: tuple[str, ...],
+        *,
+        metric: str | None = None,
+        after: tuple[int, int, str, str, int, str] | None = None,
+        descending: bool = False,
+        limit: int = 500,
+    ) -> list[dict[str, Any]]:
+        """What a job reported, of the ``sources`` among scalar, vector, plot, image and log, by time.
+
+        Rows are ordered by ``(ts, src, a, b, n, c)``, a total order (src: 0 scalar, 1 vector, plot or
+        image, 2 log; a, b, n, c: metric, variant, iter, kind/key, or worker, '', seq, ''); ``after`` is
+        that tuple of the last row of the previous page.
+        """
+        parts, params = self._timeline_parts(job, sources, metric)
+        if not parts:
+            return []
+        where = ""
+        if after is not None:
+            op = "<" if descending else ">"
+            where = (
+                f"WHERE (ts, src, a, b, n, c) {op} ({{at:Int64}}, {{asrc:UInt8}}, {{aa:String}}, "
+                "{ab:String}, {an:Int128}, {ac:String})"
+            )
+            params.update(at=after[0], asrc=after[1], aa=after[2], ab=after[3], an=after[4], ac=after[5])
+        order = "DESC" if descending else "ASC"
+        params["limit"] = limit
+        return self._engine.query(
+            f"""SELECT * FROM ({" UNION ALL ".join(parts)}) {where}
+            ORDER BY ts {order}, src {order}, a {order}, b {order}, n {order}, c {order}
+            LIMIT {{limit:UInt32}}""",
+            params,
+        ).to_pylist()
+
+    def timeline_count(self, job: str, sources: tuple[str, ...], *, metric: str | None = None) -> int:
+        parts, params = self._timeline_parts(job, sources, metric)
+        if not parts:
+            return 0
+        table = self._engine.query(f"SELECT count() AS n FROM ({' UNION ALL '.join(parts)})", params)
+        return int(table.column("n")[0].as_py())
+
+    def _timeline_parts(
+        self, job: str, sources: tuple[str, ...], metric: str | None
+    ) -> tuple[list[str], dict]:
+        params: dict[str, Any] = {"job": job}
+        by_metric = ""
+        if metric is not None:
+            by_metric = " AND metric = {metric:String}"
+            params["metric"] = metric
+        parts = []
+        if "scalar" in sources:
+            parts.append(
+                f"""SELECT toUnixTimestamp64Milli(ts) AS ts, toUInt8(0) AS src, metric AS a, variant AS b,
+                    toInt128(iter) AS n, '' AS c, 'scalar' AS kind, toString(worker) AS worker, value,
+                    '' AS key, '' AS url, '' AS payload, '' AS level, '' AS msg, model_event
+                FROM {self._db}.scalars FINAL WHERE job = {{job:String}}{by_metric}"""
+            )
+        kinds = [k for k in KINDS if k in sources]
+        if kinds:
+            params["kinds"] = kinds
+            parts.append(
+                f"""SELECT toUnixTimestamp64Milli(ts) AS ts, toUInt8(1) AS src, metric AS a, variant AS b,
+                    toInt128(iter) AS n, concat(toString(kind), '/', key) AS c, toString(kind) AS kind,
+                    toString(worker) AS worker, nan AS value, key, url, payload, '' AS level, '' AS msg,
+                    model_event
+                FROM {self._db}.events FINAL
+                WHERE job = {{job:String}} AND kind IN {{kinds:Array(String)}}{by_metric}"""
+            )
+        if "log" in sources and metric is None:
+            parts.append(
+                f"""SELECT toUnixTimestamp64Milli(ts) AS ts, toUInt8(2) AS src, toString(worker) AS a,
+                    '' AS b, toInt128(seq) AS n, '' AS c, 'log' AS kind, toString(worker) AS worker,
+                    nan AS value, '' AS key, '' AS url, '' AS payload, toString(level) AS level, msg,
+                    toUInt8(0) AS model_event
+                FROM (SELECT * FROM {self._db}.logs WHERE job = {{job:String}} LIMIT 1 BY ts, worker, seq)"""
+            )
+        return parts, params
 
 
 def _check_kind(kind: str) -> None:

@@ -22,7 +22,9 @@ DATA_TABLES = ("scalars", "scalars_latest", "events", "logs", "log_sizes", "syst
 
 def check_project(project: Any, field_name: str = "project") -> str:
     if not isinstance(project, str) or not PROJECT_ID.match(project):
-        raise BadRequest(f"'{field_name}' must be 1-64 letters, digits or '-', got {project!r}", field=field_name)
+        raise BadRequest(
+            f"'{field_name}' must be 1-64 letters, digits or '-', got {project!r}", field=field_name
+        )
     return project
 
 
@@ -37,7 +39,9 @@ def check_job(job: Any, field_name: str = "job") -> str:
 
 def check_worker(worker: Any, field_name: str = "worker") -> str:
     if not isinstance(worker, str) or not WORKER_ID.match(worker):
-        raise BadRequest(f"'{field_name}' must be 1-128 of letters, digits or '._:@/-', got {worker!r}", field=field_name)
+        raise BadRequest(
+            f"'{field_name}' must be 1-128 of letters, digits or '._:@/-', got {worker!r}", field=field_name
+        )
     return worker
 
 
@@ -153,7 +157,10 @@ class Jobs:
             where.append("has(tags, {tag:String})")
             params["tag"] = tag
         if search:
-            where.append("(positionCaseInsensitiveUTF8(name, {q:String}) > 0 OR positionCaseInsensitiveUTF8(job, {q:String}) > 0)")
+            where.append(
+                "(positionCaseInsensitiveUTF8(name, {q:String}) > 0 "
+                "OR positionCaseInsensitiveUTF8(job, {q:String}) > 0)"
+            )
             params["q"] = search
         if after:
             where.append("(toUnixTimestamp64Milli(created), job) < ({ac:Int64}, {aj:String})")
@@ -211,8 +218,16 @@ class Jobs:
             found = existing.get(job_id)
             if found is None:
                 start = first_seen_ms.get(job_id) or now_ms()
-                self.write(Job(job=job_id, project=project, name=job_id, status="running",
-                               created=now_ms(), started=start))
+                self.write(
+                    Job(
+                        job=job_id,
+                        project=project,
+                        name=job_id,
+                        status="running",
+                        created=now_ms(),
+                        started=start,
+                    )
+                )
             elif found.status == "created":
                 found.status = "running"
                 found.started = found.started or first_seen_ms.get(job_id) or now_ms()
@@ -247,10 +262,18 @@ class Jobs:
         """Delete a job and every row of its data."""
         job = self.require(job_id)
         for table in DATA_TABLES:
-            self._engine.command(f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id})
+            self._engine.command(
+                f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id}
+            )
         row = job.to_dict()
-        row.update(config="{}", instance_type="{}", locked=0, deleted=1, version=self._next_version(),
-                   updated=now_ms())
+        row.update(
+            config="{}",
+            instance_type="{}",
+            locked=0,
+            deleted=1,
+            version=self._next_version(),
+            updated=now_ms(),
+        )
         self._insert("jobs", [row])
 
     # -- workers ----------------------------------------------------------------------------------
@@ -272,8 +295,10 @@ class Jobs:
             {"jobs": jobs},
         ).to_pylist()
         known = {(r["job"], r["worker"]) for r in rows}
-        new = [Worker(job=j, worker=w, status="running", started=first_seen_ms.get(j) or now_ms())
-               for j, w in sorted(pairs - known)]
+        new = [
+            Worker(job=j, worker=w, status="running", started=first_seen_ms.get(j) or now_ms())
+            for j, w in sorted(pairs - known)
+        ]
         if new:
             self._write_workers(new)
 
@@ -309,7 +334,8 @@ class Jobs:
             if failed and not job.error_message:
                 first = failed[0]
                 job.error_message = f"{first.worker} failed" + (
-                    f" with exit code {first.exit_code}" if first.exit_code is not None else "")
+                    f" with exit code {first.exit_code}" if first.exit_code is not None else ""
+                )
             self._transition(job, final)
             self.write(job)
 
@@ -327,3 +353,12 @@ class Jobs:
         from .columns import rows_to_arrow
 
         self._engine.insert(f"{self._db}.{table}", rows_to_arrow(table, rows))
+
+    def delete_data(self, job_id: str) -> None:
+        """Delete every reported row of a job (scalars, events, logs, system metrics); the job and its
+        workers stay."""
+        for table in DATA_TABLES:
+            if table != "workers":
+                self._engine.command(
+                    f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id}
+                )

@@ -50,7 +50,7 @@ def split_token(token: str) -> tuple[str, str] | None:
     """A key reads ``jp_<key_id>_<secret>``; answers (key_id, token) or None when malformed."""
     if not token.startswith(PREFIX):
         return None
-    rest = token[len(PREFIX):]
+    rest = token[len(PREFIX) :]
     key_id, sep, secret = rest.partition("_")
     if not sep or len(key_id) != 12 or len(secret) < 20:
         return None

@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ..errors import BadRequest
 from .engine import Engine
 
@@ -54,14 +58,16 @@ class Logs:
         clauses, params = self._filter(job, where)
         if position is not None:
             op, bound = (">", ">=") if direction == "forward" else ("<", "<=")
-            clauses.append(f"ts {bound} fromUnixTimestamp64Milli({{pts:Int64}}) AND "
-                           f"(ts, worker, seq) {op} (fromUnixTimestamp64Milli({{pts:Int64}}), {{pw:String}}, {{ps:UInt64}})")
+            clauses.append(
+                f"ts {bound} fromUnixTimestamp64Milli({{pts:Int64}}) AND "
+                f"(ts, worker, seq) {op} (fromUnixTimestamp64Milli({{pts:Int64}}), {{pw:String}}, {{ps:UInt64}})"
+            )
             params.update(pts=position[0], pw=position[1], ps=position[2])
         order = "ASC" if direction == "forward" else "DESC"
         params["limit"] = limit
         rows = self._engine.query(
             f"""SELECT toUnixTimestamp64Milli(ts) AS ts, worker, seq, level, msg FROM {self._db}.logs
-            WHERE {' AND '.join(clauses)}
+            WHERE {" AND ".join(clauses)}
             ORDER BY ts {order}, worker {order}, seq {order}
             LIMIT 1 BY ts, worker, seq LIMIT {{limit:UInt32}}""",
             params,
@@ -89,31 +95,42 @@ class Logs:
 
     def tail_bytes(self, job: str, worker: str, max_bytes: int) -> tuple[str, int]:
         """The latest whole lines of one worker's log that fit in ``max_bytes`` (UTF-8, newline-joined),
-        and the full size of the log in bytes."""
-        sizes = {row["worker"]: row["bytes"] for row in self.workers(job)}
-        full = int(sizes.get(worker, 0))
-        chunks: list[str] = []
-        used = 0
-        position: Position | None = None
-        done = False
-        while not done:
-            rows = self.read(job, direction="backward", position=position, limit=20_000,
-                             where=LogFilter(workers=(worker,)))
-            if not rows:
+        and the full size of the log in bytes.
+
+        Reads the log backwards from its end, about as many lines as the log's mean line size says fit,
+        so the cost depends on ``max_bytes``, not on the size of the log.
+        """
+        sizes = {row["worker"]: row for row in self.workers(job)}
+        found = sizes.get(worker)
+        if not found or not found["lines"]:
+            return "", 0
+        full, lines = int(found["bytes"]), int(found["lines"])
+        want = min(lines, int(max_bytes / max(1.0, full / lines) * 1.25) + 100)
+        while True:
+            # The newest ``want`` lines: everything from the ts of the want-th newest, read as a range.
+            table = self._engine.query(
+                f"""SELECT toUnixTimestamp64Milli(ts) AS ts, seq, msg FROM {self._db}.logs
+                WHERE job = {{job:String}} AND worker = {{worker:String}} AND ts >= (
+                    SELECT min(ts) FROM (SELECT ts FROM {self._db}.logs
+                    WHERE job = {{job:String}} AND worker = {{worker:String}}
+                    ORDER BY ts DESC LIMIT {{limit:UInt64}}))""",
+                {"job": job, "worker": worker, "limit": want},
+            )
+            ts, seq = table.column("ts").to_numpy(), table.column("seq").to_numpy()
+            order = np.lexsort((seq, ts))[::-1]  # newest first
+            ts, seq = ts[order], seq[order]
+            fresh = np.ones(len(order), dtype=bool)  # a row stored twice comes twice in a row
+            fresh[1:] = (ts[1:] != ts[:-1]) | (seq[1:] != seq[:-1])
+            msgs = table.column("msg").combine_chunks().take(pa.array(order))
+            used = np.cumsum(np.where(fresh, pc.binary_length(msgs).to_numpy(zero_copy_only=False) + 1, 0))
+            fits = int(np.searchsorted(used, max_bytes + 1, side="right"))
+            if fits < len(order) or int(fresh.sum()) < want or want >= 4 * lines:
                 break
-            for row in reversed(rows):
-                size = len(row["msg"].encode()) + 1
-                if used + size - 1 > max_bytes:
-                    done = True
-                    break
-                chunks.append(row["msg"])
-                used += size
-            position = (rows[0]["ts"], rows[0]["worker"], rows[0]["seq"])
-            if len(rows) < 20_000:
-                break
-        chunks.reverse()
-        text = "\n".join(chunks)
-        return text, max(full, len(text.encode()))
+            want *= 2
+        kept = msgs.slice(0, fits).filter(pa.array(fresh[:fits])).to_pylist()
+        kept.reverse()
+        text = "\n".join(kept)
+        return text, max(full, int(used[fits - 1]) - 1 if fits else 0)
 
     def _filter(self, job: str, where: LogFilter) -> tuple[list[str], dict[str, Any]]:
         clauses = ["job = {job:String}"]
@@ -137,3 +154,22 @@ class Logs:
             clauses.append("ts <= fromUnixTimestamp64Milli({until:Int64})")
             params["until"] = where.until_ms
         return clauses, params
+
+    def delete(self, job: str, before_ms: int | None = None) -> int:
+        """Delete a job's lines older than ``before_ms`` (all when None); answers how many were deleted."""
+        where = LogFilter(until_ms=before_ms - 1) if before_ms is not None else LogFilter()
+        deleted = self.count(job, where)
+        if not deleted:
+            return 0
+        clauses, params = self._filter(job, where)
+        self._engine.command(f"DELETE FROM {self._db}.logs WHERE {' AND '.join(clauses)}", params)
+        # The per-worker sizes are sums kept by a materialized view: recompute the job's from what is left.
+        self._engine.command(f"DELETE FROM {self._db}.log_sizes WHERE job = {{job:String}}", {"job": job})
+        self._engine.command(
+            f"""INSERT INTO {self._db}.log_sizes SELECT job, worker, sum(length(msg) + 1), count()
+            FROM (SELECT job, worker, msg FROM {self._db}.logs WHERE job = {{job:String}}
+                  LIMIT 1 BY ts, worker, seq)
+            GROUP BY job, worker""",
+            {"job": job},
+        )
+        return deleted

@@ -35,11 +35,14 @@ class Scalars:
         out: dict[str, dict[str, Any]] = {}
         for row in rows:
             entry = out.setdefault(row["metric"], {"metric": row["metric"], "variants": []})
-            entry["variants"].append({k: row[k] for k in ("variant", "first_iter", "last_iter", "first_ts",
-                                                           "last_ts", "points")})
+            entry["variants"].append(
+                {k: row[k] for k in ("variant", "first_iter", "last_iter", "first_ts", "last_ts", "points")}
+            )
         return list(out.values())
 
-    def extent(self, jobs: list[str], metric: str, variants: list[str] | None, axis: Axis) -> tuple[int, int] | None:
+    def extent(
+        self, jobs: list[str], metric: str, variants: list[str] | None, axis: Axis
+    ) -> tuple[int, int] | None:
         """The smallest and largest x of a metric over ``jobs`` (from the latest-value rollup)."""
         lo, hi = ("first_iter", "last_iter") if axis == "iter" else ("first_ts", "last_ts")
         conv = "" if axis == "iter" else "toUnixTimestamp64Milli"
@@ -101,12 +104,17 @@ class Scalars:
             key = (cols["job"][start], cols["variant"][start])
             while end < n and (cols["job"][end], cols["variant"][end]) == key:
                 end += 1
-            series.append({
-                "job": key[0], "variant": key[1],
-                "x": [lo + b * width for b in cols["b"][start:end]],
-                **{name: cols[name][start:end] for name in ("mean", "min", "max", "last", "count",
-                                                            "x_first", "x_last")},
-            })
+            series.append(
+                {
+                    "job": key[0],
+                    "variant": key[1],
+                    "x": [lo + b * width for b in cols["b"][start:end]],
+                    **{
+                        name: cols[name][start:end]
+                        for name in ("mean", "min", "max", "last", "count", "x_first", "x_last")
+                    },
+                }
+            )
             start = end
         return {"metric": metric, "axis": axis, "range": [lo, hi], "bucket_width": width, "series": series}
 
@@ -167,4 +175,38 @@ class Scalars:
             params["variants"] = list(variants)
         return where, params
 
+    def count(self, jobs: list[str], metric: str | None = None, variants: list[str] | None = None) -> int:
+        """The exact number of stored points (a re-reported point counts once)."""
+        if not jobs:
+            return 0
+        where = "job IN {jobs:Array(String)}"
+        params: dict[str, Any] = {"jobs": list(jobs)}
+        if metric is not None:
+            where += " AND metric = {metric:String}"
+            params["metric"] = metric
+        if variants is not None:
+            where += " AND variant IN {variants:Array(String)}"
+            params["variants"] = list(variants)
+        table = self._engine.query(f"SELECT count() AS n FROM {self._db}.scalars FINAL WHERE {where}", params)
+        return int(table.column("n")[0].as_py())
 
+    def at_iter(self, jobs: list[str], iteration: int) -> list[dict[str, Any]]:
+        """Every point reported at ``iteration`` by ``jobs`` (e.g. single values), by job, metric, variant."""
+        if not jobs:
+            return []
+        return self._engine.query(
+            f"""SELECT job, metric, variant, toUnixTimestamp64Milli(ts) AS ts, value
+            FROM {self._db}.scalars FINAL WHERE job IN {{jobs:Array(String)}} AND iter = {{it:Int64}}
+            ORDER BY job, metric, variant""",
+            {"jobs": list(jobs), "it": iteration},
+        ).to_pylist()
+
+    def recent_mean(self, job: str, last: int = 100) -> list[dict[str, Any]]:
+        """Per metric and variant: the mean of the finite values among its ``last`` points by iteration."""
+        return self._engine.query(
+            f"""SELECT metric, variant, avgIfOrNull(value, isFinite(value)) AS mean, count() AS points
+            FROM (SELECT metric, variant, iter, value FROM {self._db}.scalars FINAL WHERE job = {{job:String}}
+                  ORDER BY metric, variant, iter DESC LIMIT {{last:UInt32}} BY metric, variant)
+            GROUP BY metric, variant ORDER BY metric, variant""",
+            {"job": job, "last": last},
+        ).to_pylist()

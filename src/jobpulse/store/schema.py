@@ -106,17 +106,20 @@ def migrate(engine: Engine, db: str) -> int:
             continue
         for statement in step:
             engine.command(statement.format(db=db))
-        engine.command(
-            f"INSERT INTO {db}.schema_version VALUES ({{v:UInt32}}, now64(3))", {"v": number}
-        )
+        engine.command(f"INSERT INTO {db}.schema_version VALUES ({{v:UInt32}}, now64(3))", {"v": number})
     return current
 
 
 def set_raw_ttl(engine: Engine, db: str, days: int) -> None:
     """Keep raw system samples for ``days`` days (0: forever); per-minute rollups stay."""
-    engine_full = engine.query(
-        "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = 'system'", {"db": db}
-    ).column("engine_full")[0].as_py()
+    engine_full = (
+        engine.query(
+            "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = 'system'",
+            {"db": db},
+        )
+        .column("engine_full")[0]
+        .as_py()
+    )
     wanted = f"INTERVAL {int(days)} DAY"
     has_ttl = " TTL " in engine_full
     if days > 0 and wanted not in engine_full.replace("toIntervalDay(", "INTERVAL ").replace(")", " DAY"):

@@ -6,13 +6,26 @@ so its cost does not depend on the sampling rate or on whether raw samples are s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..errors import BadRequest
 from .engine import Engine
 
 MAX_POINTS = 100_000
 MINUTE_MS = 60_000
+
+
+@dataclass
+class Grid:
+    """Dense series on one time axis: ``values[i, b]`` is the mean of series ``keys[i]`` over bucket ``b``,
+    which starts at ``times[b]``; NaN where the bucket holds no finite sample."""
+
+    times: np.ndarray
+    keys: list[tuple[str, str, str]]
+    values: np.ndarray
 
 
 class System:
@@ -69,9 +82,16 @@ class System:
         if end_ms < start_ms:
             raise BadRequest("'start' must not be after 'end'", field="start")
         if (end_ms - start_ms) // step_ms + 1 > MAX_POINTS:
-            raise BadRequest(f"[start, end] at this step is more than {MAX_POINTS} points; use a larger step",
-                             field="step")
-        params: dict[str, Any] = {"job": job, "metrics": metrics, "start": start_ms, "end": end_ms, "step": step_ms}
+            raise BadRequest(
+                f"[start, end] at this step is more than {MAX_POINTS} points; use a larger step", field="step"
+            )
+        params: dict[str, Any] = {
+            "job": job,
+            "metrics": metrics,
+            "start": start_ms,
+            "end": end_ms,
+            "step": step_ms,
+        }
         where = "job = {job:String} AND metric IN {metrics:Array(String)}"
         if workers:
             where += " AND worker IN {workers:Array(String)}"
@@ -94,7 +114,8 @@ class System:
                     avg(value) AS avg, min(value) AS min, max(value) AS max, argMax(value, ts) AS last,
                     count() AS count
                 FROM (SELECT * FROM {self._db}.system WHERE {where}
-                      AND ts BETWEEN fromUnixTimestamp64Milli({{start:Int64}}) AND fromUnixTimestamp64Milli({{end:Int64}})
+                      AND ts BETWEEN fromUnixTimestamp64Milli({{start:Int64}})
+                          AND fromUnixTimestamp64Milli({{end:Int64}})
                       LIMIT 1 BY worker, metric, device, ts)
                 GROUP BY worker, metric, device, b ORDER BY worker, metric, device, b"""
         table = self._engine.query(sql, params)
@@ -104,10 +125,106 @@ class System:
         for i in range(table.num_rows):
             key = (cols["worker"][i], cols["metric"][i], cols["device"][i])
             if current is None or (current["worker"], current["metric"], current["device"]) != key:
-                current = {"worker": key[0], "metric": key[1], "device": key[2],
-                           "t": [], "avg": [], "min": [], "max": [], "last": [], "count": []}
+                current = {
+                    "worker": key[0],
+                    "metric": key[1],
+                    "device": key[2],
+                    "t": [],
+                    "avg": [],
+                    "min": [],
+                    "max": [],
+                    "last": [],
+                    "count": [],
+                }
                 out.append(current)
             current["t"].append(start_ms + cols["b"][i] * step_ms)
             for name in ("avg", "min", "max", "last", "count"):
                 current[name].append(cols[name][i])
         return out
+
+    def grid(
+        self,
+        job: str,
+        metrics: list[str],
+        *,
+        start_ms: int,
+        end_ms: int,
+        step_ms: int,
+        workers: list[str] | None = None,
+        pool_devices: bool = False,
+    ) -> Grid:
+        """Like ``series`` but dense and mean-only, built without a loop per bucket: one row per
+        (worker, metric, device) with NaN for empty buckets. With ``pool_devices`` the devices of a
+        (worker, metric) are pooled into one series (device ``""``): the mean of all their samples.
+        """
+        if step_ms <= 0:
+            raise BadRequest("'step' must be positive", field="step")
+        if end_ms < start_ms:
+            raise BadRequest("'start' must not be after 'end'", field="start")
+        buckets = (end_ms - start_ms) // step_ms + 1
+        if buckets > MAX_POINTS:
+            raise BadRequest(
+                f"[start, end] at this step is more than {MAX_POINTS} points; use a larger step", field="step"
+            )
+        params: dict[str, Any] = {
+            "job": job,
+            "metrics": metrics,
+            "start": start_ms,
+            "end": end_ms,
+            "step": step_ms,
+            "n": buckets,
+        }
+        where = "job = {job:String} AND metric IN {metrics:Array(String)}"
+        if workers:
+            where += " AND worker IN {workers:Array(String)}"
+            params["workers"] = workers
+        by = "worker, metric" if pool_devices else "worker, metric, device"
+        if step_ms % MINUTE_MS == 0 and start_ms % MINUTE_MS == 0:
+            inner = f"""SELECT {by}, sum(sum) / sum(count) AS v,
+                    intDiv(toUnixTimestamp(minute) * 1000 - {{start:Int64}}, {{step:Int64}}) AS b
+                FROM {self._db}.system_1m
+                WHERE {where} AND minute >= toDateTime(intDiv({{start:Int64}}, 1000))
+                    AND minute <= toDateTime(intDiv({{end:Int64}}, 1000))
+                GROUP BY {by}, b"""
+        else:
+            inner = f"""SELECT {by}, avg(value) AS v,
+                    intDiv(toUnixTimestamp64Milli(ts) - {{start:Int64}}, {{step:Int64}}) AS b
+                FROM (SELECT worker, metric, device, ts, value FROM {self._db}.system WHERE {where}
+                      AND ts >= fromUnixTimestamp64Milli({{start:Int64}})
+                      AND ts <= fromUnixTimestamp64Milli({{end:Int64}}) AND isFinite(value)
+                      LIMIT 1 BY worker, metric, device, ts)
+                GROUP BY {by}, b"""
+        device = "''" if pool_devices else "device"
+        table = self._engine.query(
+            f"""SELECT worker, metric, {device} AS device, groupArray(b) AS bs, groupArray(v) AS vs
+            FROM ({inner}) WHERE b >= 0 AND b < {{n:Int64}}
+            GROUP BY {by} ORDER BY length(worker), worker, metric, device""",
+            params,
+        )
+        keys = list(
+            zip(
+                table.column("worker").to_pylist(),
+                table.column("metric").to_pylist(),
+                table.column("device").to_pylist(),
+                strict=True,
+            )
+        )
+        values = np.full((len(keys), buckets), np.nan)
+        if keys:
+            bs, vs = table.column("bs").combine_chunks(), table.column("vs").combine_chunks()
+            rows = np.repeat(np.arange(len(keys)), np.diff(bs.offsets.to_numpy()))
+            cols = bs.flatten().to_numpy().astype(np.int64)
+            values[rows, cols] = vs.flatten().to_numpy(zero_copy_only=False)
+            values[~np.isfinite(values)] = np.nan
+        times = start_ms + np.arange(buckets, dtype=np.int64) * step_ms
+        return Grid(times=times, keys=keys, values=values)
+
+    def present(self, job: str, metrics: list[str], workers: list[str] | None = None) -> set[str]:
+        """Which of ``metrics`` have ever been sampled for ``job`` (by ``workers``, when given)."""
+        where = "job = {job:String} AND metric IN {metrics:Array(String)}"
+        params: dict[str, Any] = {"job": job, "metrics": metrics}
+        if workers:
+            where += " AND worker IN {workers:Array(String)}"
+            params["workers"] = workers
+        rows = self._engine.query(f"SELECT DISTINCT metric FROM {self._db}.system_1m WHERE {where}", params)
+        return set(rows.column("metric").to_pylist())

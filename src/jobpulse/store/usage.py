@@ -6,7 +6,13 @@ from typing import Any
 
 from .engine import Engine
 
-_KINDS = {"scalars": "scalars", "events": "events", "logs": "logs", "system": "system", "system_1m": "system_1m"}
+_KINDS = {
+    "scalars": "scalars",
+    "events": "events",
+    "logs": "logs",
+    "system": "system",
+    "system_1m": "system_1m",
+}
 
 
 class Usage:
@@ -33,6 +39,13 @@ class Usage:
         for row in counts:
             total = totals.get(_KINDS[row["kind"]])
             share = row["rows"] / total["rows"] if total and total["rows"] else 0.0
-            kinds[row["kind"]] = {"rows": int(row["rows"]), "bytes": int(round(share * (total["bytes"] if total else 0)))}
-        return {"job": job, "kinds": kinds, "rows": sum(k["rows"] for k in kinds.values()),
-                "bytes": sum(k["bytes"] for k in kinds.values())}
+            kinds[row["kind"]] = {
+                "rows": int(row["rows"]),
+                "bytes": int(round(share * (total["bytes"] if total else 0))),
+            }
+        return {
+            "job": job,
+            "kinds": kinds,
+            "rows": sum(k["rows"] for k in kinds.values()),
+            "bytes": sum(k["bytes"] for k in kinds.values()),
+        }

@@ -44,17 +44,22 @@ class Writer:
         for job in pc.unique(jobs).to_pylist():
             mask = pc.equal(jobs, job).to_numpy(zero_copy_only=False)
             lo, hi = int(ts_ms[mask].min()), int(ts_ms[mask].max())
+            # only the batch's own workers can hold a duplicate: other workers' rows in the same time
+            # range need not be read (they made each batch's lookup grow with the job's size)
+            workers = pc.unique(table.column("worker").filter(pa.array(mask))).to_pylist()
             stored = self._engine.query(
                 f"SELECT toUnixTimestamp64Milli(ts) AS ts, {', '.join(extra)} FROM {self._db}.{name} "
-                "WHERE job = {job:String} AND ts BETWEEN fromUnixTimestamp64Milli({lo:Int64}) "
-                "AND fromUnixTimestamp64Milli({hi:Int64})",
-                {"job": job, "lo": lo, "hi": hi},
+                "WHERE job = {job:String} AND worker IN {workers:Array(String)} "
+                "AND ts BETWEEN fromUnixTimestamp64Milli({lo:Int64}) AND fromUnixTimestamp64Milli({hi:Int64})",
+                {"job": job, "workers": workers, "lo": lo, "hi": hi},
             )
             if stored.num_rows == 0:
                 continue
             seen = set(zip(*(stored.column(c).to_pylist() for c in ("ts", *extra)), strict=True))
             rows = np.flatnonzero(mask)
-            columns = [ts_ms[rows].tolist()] + [table.column(c).take(pa.array(rows)).to_pylist() for c in extra]
+            columns = [ts_ms[rows].tolist()] + [
+                table.column(c).take(pa.array(rows)).to_pylist() for c in extra
+            ]
             for i, key in zip(rows, zip(*columns, strict=True), strict=True):
                 if key in seen:
                     keep[i] = False

@@ -39,12 +39,17 @@ def resolve_jobs(ctx: Context, key: ApiKey, batch: Batch) -> None:
     stored = ctx.store.jobs.get_many(unknown) if unknown else {}
     for job_id, project in list(batch.jobs.items()):
         cached = ctx.known_jobs.get(job_id)
-        existing = stored[job_id].project if job_id in stored else cached[0] if cached and cached[1] >= now else None
+        existing = (
+            stored[job_id].project if job_id in stored else cached[0] if cached and cached[1] >= now else None
+        )
         if existing is not None:
             if project is not None and project != existing:
                 for _ in range(batch.drop_job(job_id)):
-                    batch.reject(-1, "job_in_other_project",
-                                 f"job {job_id!r} belongs to another project than {project!r}")
+                    batch.reject(
+                        -1,
+                        "job_in_other_project",
+                        f"job {job_id!r} belongs to another project than {project!r}",
+                    )
                 continue
             batch.jobs[job_id] = existing
         elif project is None:
@@ -60,35 +65,49 @@ def resolve_jobs(ctx: Context, key: ApiKey, batch: Batch) -> None:
             raise Forbidden(f"this API key may not write to project {project!r}", field="project")
     if not batch.jobs:
         return
-    fresh = {job: project for job, project in batch.jobs.items()
-             if job in stored or job not in ctx.known_jobs or ctx.known_jobs[job][1] < now}
+    fresh = {
+        job: project
+        for job, project in batch.jobs.items()
+        if job in stored or job not in ctx.known_jobs or ctx.known_jobs[job][1] < now
+    }
     starting = {job for job, found in stored.items() if found.status == "created"}
-    ctx.store.jobs.ensure({j: p for j, p in fresh.items() if j not in stored or j in starting}, batch.first_ts)
+    ctx.store.jobs.ensure(
+        {j: p for j, p in fresh.items() if j not in stored or j in starting}, batch.first_ts
+    )
     ctx.store.jobs.ensure_workers({(j, w) for j, w in batch.workers if w}, batch.first_ts)
     for job_id in fresh:
         ctx.known_jobs[job_id] = (batch.jobs[job_id], now + _KNOWN_TTL_S)
 
 
 @router.post("/jp/v1/ingest", summary="Store a batch of events of any kind (JSON lines or columnar)")
-async def ingest(request: Request, project: str | None = None, job: str | None = None,
-                 worker: str | None = None) -> JSON:
+async def ingest(
+    request: Request, project: str | None = None, job: str | None = None, worker: str | None = None
+) -> JSON:
     ctx = context(request)
     key = await run_in_threadpool(ctx.access.native_key, request)
     raw = await read_body(request, ctx.settings.max_body_bytes)
     data = decode(raw, request.headers.get("content-encoding"), ctx.settings.max_body_bytes)
     defaults = {"project": project, "job": job, "worker": worker}
-    batch = await run_in_threadpool(parse_body, data, request.headers.get("content-type"), defaults,
-                                    max_events=ctx.settings.max_events)
+    batch = await run_in_threadpool(
+        parse_body, data, request.headers.get("content-type"), defaults, max_events=ctx.settings.max_events
+    )
     await run_in_threadpool(resolve_jobs, ctx, key, batch)
     if batch.accepted:
         tables = await run_in_threadpool(batch.tables)
         await ctx.committer.commit(tables)
-    body = {"accepted": batch.accepted, "rejected": batch.rejected, "errors": dict(batch.errors),
-            "examples": batch.examples}
+    body = {
+        "accepted": batch.accepted,
+        "rejected": batch.rejected,
+        "errors": dict(batch.errors),
+        "examples": batch.examples,
+    }
     if batch.accepted == 0:
         first = batch.examples[0] if batch.examples else {"reason": "empty", "detail": "no events"}
-        body["error"] = {"status": 400, "code": "no_valid_events",
-                         "message": f"no event of the batch was valid; first problem: {first['detail']}",
-                         "field": None}
+        body["error"] = {
+            "status": 400,
+            "code": "no_valid_events",
+            "message": f"no event of the batch was valid; first problem: {first['detail']}",
+            "field": None,
+        }
         return JSON(body, status_code=400)
     return JSON(body)

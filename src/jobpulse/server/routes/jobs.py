@@ -14,8 +14,16 @@ from ..context import caller, context, page_args
 from ..responses import JSON
 
 router = APIRouter(tags=["jobs"])
-_EDITABLE = {"name": str, "status": str, "error_message": str, "leader": str, "locked": bool, "tags": list,
-             "config": dict, "instance_type": dict}
+_EDITABLE = {
+    "name": str,
+    "status": str,
+    "error_message": str,
+    "leader": str,
+    "locked": bool,
+    "tags": list,
+    "config": dict,
+    "instance_type": dict,
+}
 
 
 def _changes(body: Any, allowed: dict[str, type]) -> dict[str, Any]:
@@ -54,9 +62,16 @@ def list_projects(request: Request, key: ApiKey = Depends(caller)) -> JSON:
 
 
 @router.get("/jp/v1/jobs", summary="Jobs, newest first, filtered by project, status, tag or a name search")
-def list_jobs(request: Request, project: str | None = None, status: str | None = None, tag: str | None = None,
-              q: str | None = None, limit: int | str = 100, cursor: str | None = None,
-              key: ApiKey = Depends(caller)) -> JSON:
+def list_jobs(
+    request: Request,
+    project: str | None = None,
+    status: str | None = None,
+    tag: str | None = None,
+    q: str | None = None,
+    limit: int | str = 100,
+    cursor: str | None = None,
+    key: ApiKey = Depends(caller),
+) -> JSON:
     ctx = context(request)
     limit = page_args(limit)
     projects = key.visible_projects()
@@ -75,7 +90,9 @@ def list_jobs(request: Request, project: str | None = None, status: str | None =
     return JSON({"jobs": [j.to_dict() for j in jobs], "next_cursor": nxt})
 
 
-@router.post("/jp/v1/jobs", summary="Register a job (idempotent: an existing job of the same project is returned)")
+@router.post(
+    "/jp/v1/jobs", summary="Register a job (idempotent: an existing job of the same project is returned)"
+)
 async def create_job(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     body = await _json(request)

@@ -20,11 +20,18 @@ router = APIRouter(tags=["logs"])
 _DOWNLOAD_PAGE = 20_000
 
 
-def _filter(worker: str | None, level: str | None, q: str | None, since: str | None, until: str | None) -> LogFilter:
+def _filter(
+    worker: str | None, level: str | None, q: str | None, since: str | None, until: str | None
+) -> LogFilter:
     if q is not None and len(q) > 1000:
         raise BadRequest("'q' is longer than 1000 characters", field="q")
-    return LogFilter(workers=tuple(split_list(worker)), levels=tuple(s.lower() for s in split_list(level)),
-                     search=q or "", since_ms=parse_time(since, "since"), until_ms=parse_time(until, "until"))
+    return LogFilter(
+        workers=tuple(split_list(worker)),
+        levels=tuple(s.lower() for s in split_list(level)),
+        search=q or "",
+        since_ms=parse_time(since, "since"),
+        until_ms=parse_time(until, "until"),
+    )
 
 
 def _position(ctx: Context, token: str, name: str) -> tuple[int, str, int]:
@@ -39,15 +46,28 @@ def _cursor(ctx: Context, line: dict) -> str:
 def _page(ctx: Context, lines: list[dict]) -> dict:
     for line in lines:
         line["cursor"] = _cursor(ctx, line)
-    return {"lines": lines,
-            "first_cursor": lines[0]["cursor"] if lines else None,
-            "last_cursor": lines[-1]["cursor"] if lines else None}
+    return {
+        "lines": lines,
+        "first_cursor": lines[0]["cursor"] if lines else None,
+        "last_cursor": lines[-1]["cursor"] if lines else None,
+    }
 
 
 @router.get("/jp/v1/jobs/{job}/logs", summary="Log lines: head or tail, or a page before/after a cursor")
-def read_logs(request: Request, job: str, start: str = "tail", limit: str = "500", before: str | None = None,
-              after: str | None = None, worker: str | None = None, level: str | None = None, q: str | None = None,
-              since: str | None = None, until: str | None = None, key: ApiKey = Depends(caller)) -> JSON:
+def read_logs(
+    request: Request,
+    job: str,
+    start: str = "tail",
+    limit: str = "500",
+    before: str | None = None,
+    after: str | None = None,
+    worker: str | None = None,
+    level: str | None = None,
+    q: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    key: ApiKey = Depends(caller),
+) -> JSON:
     ctx = context(request)
     ctx.access.job(key, job)
     where = _filter(worker, level, q, since, until)
@@ -55,23 +75,33 @@ def read_logs(request: Request, job: str, start: str = "tail", limit: str = "500
     if before and after:
         raise BadRequest("give 'before' or 'after', not both", field="before")
     if before:
-        lines = ctx.store.logs.read(job, direction="backward", position=_position(ctx, before, "before"),
-                                    limit=size, where=where)
+        lines = ctx.store.logs.read(
+            job, direction="backward", position=_position(ctx, before, "before"), limit=size, where=where
+        )
     elif after:
-        lines = ctx.store.logs.read(job, direction="forward", position=_position(ctx, after, "after"),
-                                    limit=size, where=where)
+        lines = ctx.store.logs.read(
+            job, direction="forward", position=_position(ctx, after, "after"), limit=size, where=where
+        )
     elif start in ("head", "tail"):
-        lines = ctx.store.logs.read(job, direction="forward" if start == "head" else "backward", limit=size,
-                                    where=where)
+        lines = ctx.store.logs.read(
+            job, direction="forward" if start == "head" else "backward", limit=size, where=where
+        )
     else:
         raise BadRequest("'start' must be 'head' or 'tail'", field="start")
     return JSON(_page(ctx, lines))
 
 
 @router.get("/jp/v1/jobs/{job}/logs/count", summary="Number of lines matching the filters")
-def count_logs(request: Request, job: str, worker: str | None = None, level: str | None = None,
-               q: str | None = None, since: str | None = None, until: str | None = None,
-               key: ApiKey = Depends(caller)) -> JSON:
+def count_logs(
+    request: Request,
+    job: str,
+    worker: str | None = None,
+    level: str | None = None,
+    q: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    key: ApiKey = Depends(caller),
+) -> JSON:
     ctx = context(request)
     ctx.access.job(key, job)
     return JSON({"job": job, "lines": ctx.store.logs.count(job, _filter(worker, level, q, since, until))})
@@ -85,9 +115,15 @@ def log_workers(request: Request, job: str, key: ApiKey = Depends(caller)) -> JS
 
 
 @router.get("/jp/v1/jobs/{job}/logs/follow", summary="Live follow as server-sent events (event 'lines')")
-async def follow_logs(request: Request, job: str, after: str | None = None, worker: str | None = None,
-                      level: str | None = None, q: str | None = None,
-                      key: ApiKey = Depends(caller)) -> StreamingResponse:
+async def follow_logs(
+    request: Request,
+    job: str,
+    after: str | None = None,
+    worker: str | None = None,
+    level: str | None = None,
+    q: str | None = None,
+    key: ApiKey = Depends(caller),
+) -> StreamingResponse:
     ctx = context(request)
     await run_in_threadpool(ctx.access.job, key, job)
     where = _filter(worker, level, q, None, None)
@@ -103,13 +139,19 @@ async def follow_logs(request: Request, job: str, after: str | None = None, work
         idle = 0.0
         yield b": following\n\n"
         while not await request.is_disconnected():
-            lines = await run_in_threadpool(ctx.store.logs.read, job, direction="forward", position=position,
-                                            limit=1000, where=where)
+            lines = await run_in_threadpool(
+                ctx.store.logs.read, job, direction="forward", position=position, limit=1000, where=where
+            )
             if lines:
                 page = _page(ctx, lines)
                 position = (lines[-1]["ts"], lines[-1]["worker"], lines[-1]["seq"])
-                yield (b"id: " + page["last_cursor"].encode() + b"\nevent: lines\ndata: "
-                       + orjson.dumps(page) + b"\n\n")
+                yield (
+                    b"id: "
+                    + page["last_cursor"].encode()
+                    + b"\nevent: lines\ndata: "
+                    + orjson.dumps(page)
+                    + b"\n\n"
+                )
                 idle = 0.0
                 continue
             await asyncio.sleep(poll)
@@ -118,8 +160,11 @@ async def follow_logs(request: Request, job: str, after: str | None = None, work
                 idle = 0.0
                 yield b": keep-alive\n\n"
 
-    return StreamingResponse(stream(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 def _text_line(line: dict) -> bytes:
@@ -127,10 +172,20 @@ def _text_line(line: dict) -> bytes:
     return f"{when.replace('+00:00', 'Z')} {line['worker']} {line['level'].upper()} {line['msg']}\n".encode()
 
 
-@router.get("/jp/v1/jobs/{job}/logs/download", summary="The whole (filtered) log as text or JSON lines, streamed")
-async def download_logs(request: Request, job: str, format: str = "text", worker: str | None = None,
-                        level: str | None = None, q: str | None = None, since: str | None = None,
-                        until: str | None = None, key: ApiKey = Depends(caller)) -> StreamingResponse:
+@router.get(
+    "/jp/v1/jobs/{job}/logs/download", summary="The whole (filtered) log as text or JSON lines, streamed"
+)
+async def download_logs(
+    request: Request,
+    job: str,
+    format: str = "text",
+    worker: str | None = None,
+    level: str | None = None,
+    q: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    key: ApiKey = Depends(caller),
+) -> StreamingResponse:
     ctx = context(request)
     await run_in_threadpool(ctx.access.job, key, job)
     if format not in ("text", "jsonl"):
@@ -141,8 +196,14 @@ async def download_logs(request: Request, job: str, format: str = "text", worker
     async def stream() -> AsyncIterator[bytes]:
         position = None
         while True:
-            lines = await run_in_threadpool(ctx.store.logs.read, job, direction="forward", position=position,
-                                            limit=_DOWNLOAD_PAGE, where=where)
+            lines = await run_in_threadpool(
+                ctx.store.logs.read,
+                job,
+                direction="forward",
+                position=position,
+                limit=_DOWNLOAD_PAGE,
+                where=where,
+            )
             if not lines:
                 return
             yield b"".join(encode(line) for line in lines)
@@ -151,6 +212,8 @@ async def download_logs(request: Request, job: str, format: str = "text", worker
             position = (lines[-1]["ts"], lines[-1]["worker"], lines[-1]["seq"])
 
     suffix = "log" if format == "text" else "jsonl"
-    return StreamingResponse(stream(), media_type="text/plain; charset=utf-8" if format == "text"
-                             else "application/x-ndjson",
-                             headers={"Content-Disposition": f'attachment; filename="{job}.{suffix}"'})
+    return StreamingResponse(
+        stream(),
+        media_type="text/plain; charset=utf-8" if format == "text" else "application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="{job}.{suffix}"'},
+    )

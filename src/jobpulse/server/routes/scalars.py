@@ -39,47 +39,89 @@ def _chart_json(chart: dict[str, Any]) -> dict[str, Any]:
     return chart
 
 
-@router.get("/jp/v1/jobs/{job}/scalars", summary="Metrics and variants of a job, with point counts and extents")
+@router.get(
+    "/jp/v1/jobs/{job}/scalars", summary="Metrics and variants of a job, with point counts and extents"
+)
 def scalar_metrics(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     ctx.access.job(key, job)
     return JSON({"job": job, "metrics": ctx.store.scalars.metrics(job)})
 
 
-@router.get("/jp/v1/jobs/{job}/scalars/chart",
-            summary="A metric in N buckets over iteration or time: mean, min, max, last and count per bucket")
-def scalar_chart(request: Request, job: str, metric: str, variant: str | None = None, axis: str = "iter",
-                 buckets: str = "1000", x_min: str | None = None, x_max: str | None = None,
-                 key: ApiKey = Depends(caller)) -> JSON:
+@router.get(
+    "/jp/v1/jobs/{job}/scalars/chart",
+    summary="A metric in N buckets over iteration or time: mean, min, max, last and count per bucket",
+)
+def scalar_chart(
+    request: Request,
+    job: str,
+    metric: str,
+    variant: str | None = None,
+    axis: str = "iter",
+    buckets: str = "1000",
+    x_min: str | None = None,
+    x_max: str | None = None,
+    key: ApiKey = Depends(caller),
+) -> JSON:
     ctx = context(request)
     ctx.access.job(key, job)
-    chart = ctx.store.scalars.chart([job], metric, variants=split_list(variant) or None, axis=_axis(axis),
-                                    buckets=page_args(buckets, "buckets", 10_000),
-                                    x_min=_int(x_min, "x_min"), x_max=_int(x_max, "x_max"))
+    chart = ctx.store.scalars.chart(
+        [job],
+        metric,
+        variants=split_list(variant) or None,
+        axis=_axis(axis),
+        buckets=page_args(buckets, "buckets", 10_000),
+        x_min=_int(x_min, "x_min"),
+        x_max=_int(x_max, "x_max"),
+    )
     return JSON(_chart_json(chart))
 
 
-@router.get("/jp/v1/scalars/chart",
-            summary="One metric of several jobs on one shared x-range and bucket width")
-def compare_chart(request: Request, jobs: str, metric: str, variant: str | None = None, axis: str = "iter",
-                  buckets: str = "1000", x_min: str | None = None, x_max: str | None = None,
-                  key: ApiKey = Depends(caller)) -> JSON:
+@router.get(
+    "/jp/v1/scalars/chart", summary="One metric of several jobs on one shared x-range and bucket width"
+)
+def compare_chart(
+    request: Request,
+    jobs: str,
+    metric: str,
+    variant: str | None = None,
+    axis: str = "iter",
+    buckets: str = "1000",
+    x_min: str | None = None,
+    x_max: str | None = None,
+    key: ApiKey = Depends(caller),
+) -> JSON:
     ctx = context(request)
     names = split_list(jobs)
     if not 1 <= len(names) <= MAX_COMPARE:
         raise BadRequest(f"'jobs' must name 1 to {MAX_COMPARE} jobs, comma separated", field="jobs")
     for name in names:
         ctx.access.job(key, name)
-    chart = ctx.store.scalars.chart(names, metric, variants=split_list(variant) or None, axis=_axis(axis),
-                                    buckets=page_args(buckets, "buckets", 10_000),
-                                    x_min=_int(x_min, "x_min"), x_max=_int(x_max, "x_max"))
+    chart = ctx.store.scalars.chart(
+        names,
+        metric,
+        variants=split_list(variant) or None,
+        axis=_axis(axis),
+        buckets=page_args(buckets, "buckets", 10_000),
+        x_min=_int(x_min, "x_min"),
+        x_max=_int(x_max, "x_max"),
+    )
     return JSON(_chart_json(chart))
 
 
-@router.get("/jp/v1/jobs/{job}/scalars/points",
-            summary="Every point of a metric at full resolution, paged with a signed cursor")
-def scalar_points(request: Request, job: str, metric: str, variant: str | None = None, limit: str = "10000",
-                  cursor: str | None = None, key: ApiKey = Depends(caller)) -> JSON:
+@router.get(
+    "/jp/v1/jobs/{job}/scalars/points",
+    summary="Every point of a metric at full resolution, paged with a signed cursor",
+)
+def scalar_points(
+    request: Request,
+    job: str,
+    metric: str,
+    variant: str | None = None,
+    limit: str = "10000",
+    cursor: str | None = None,
+    key: ApiKey = Depends(caller),
+) -> JSON:
     ctx = context(request)
     ctx.access.job(key, job)
     after = None
@@ -88,17 +130,30 @@ def scalar_points(request: Request, job: str, metric: str, variant: str | None =
         if (body["j"], body["m"], body["v"]) != (job, metric, variant):
             raise BadRequest("'cursor' belongs to another query", field="cursor")
         after = (body["av"], body["ai"])
-    points, nxt = ctx.store.scalars.page(job, metric, variant=variant, after=after,
-                                         limit=page_args(limit, maximum=200_000))
+    points, nxt = ctx.store.scalars.page(
+        job, metric, variant=variant, after=after, limit=page_args(limit, maximum=200_000)
+    )
     token = None
     if nxt is not None:
         token = ctx.signer.sign("scalars", {"j": job, "m": metric, "v": variant, "av": nxt[0], "ai": nxt[1]})
-    return JSON({"job": job, "metric": metric, "variant": points["variant"], "iter": points["iter"],
-                 "ts": points["ts"], "value": floats(points["value"]), "next_cursor": token})
+    return JSON(
+        {
+            "job": job,
+            "metric": metric,
+            "variant": points["variant"],
+            "iter": points["iter"],
+            "ts": points["ts"],
+            "value": floats(points["value"]),
+            "next_cursor": token,
+        }
+    )
 
 
-@router.api_route("/jp/v1/scalars/latest", methods=["GET", "POST"],
-                  summary="The latest value of every metric of many jobs (GET ?jobs=a,b or POST {\"jobs\": [...]})")
+@router.api_route(
+    "/jp/v1/scalars/latest",
+    methods=["GET", "POST"],
+    summary='The latest value of every metric of many jobs (GET ?jobs=a,b or POST {"jobs": [...]})',
+)
 async def latest(request: Request, jobs: str | None = None, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     names = split_list(jobs)
@@ -109,7 +164,7 @@ async def latest(request: Request, jobs: str | None = None, key: ApiKey = Depend
             raise BadRequest(f"body is not valid JSON: {exc}", field="body") from exc
         names = body.get("jobs") if isinstance(body, dict) else None
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise BadRequest("body must be {\"jobs\": [job ids]}", field="jobs")
+            raise BadRequest('body must be {"jobs": [job ids]}', field="jobs")
     if not 1 <= len(names) <= MAX_LATEST:
         raise BadRequest(f"'jobs' must name 1 to {MAX_LATEST} jobs", field="jobs")
     from starlette.concurrency import run_in_threadpool
@@ -134,7 +189,9 @@ async def latest(request: Request, jobs: str | None = None, key: ApiKey = Depend
     return JSON({"jobs": {name: out.get(name, []) for name in names}})
 
 
-@router.get("/jp/v1/jobs/{job}/events/{kind}/metrics", summary="Metrics and variants of vectors, plots or images")
+@router.get(
+    "/jp/v1/jobs/{job}/events/{kind}/metrics", summary="Metrics and variants of vectors, plots or images"
+)
 def event_metrics(request: Request, job: str, kind: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     ctx.access.job(key, job)
@@ -142,9 +199,19 @@ def event_metrics(request: Request, job: str, kind: str, key: ApiKey = Depends(c
 
 
 @router.get("/jp/v1/jobs/{job}/events/{kind}", summary="Vectors, plots or debug images of a job")
-def events(request: Request, job: str, kind: str, metric: str | None = None, variant: str | None = None,
-           iter_min: str | None = None, iter_max: str | None = None, last: str | None = None,
-           limit: str = "100", cursor: str | None = None, key: ApiKey = Depends(caller)) -> JSON:
+def events(
+    request: Request,
+    job: str,
+    kind: str,
+    metric: str | None = None,
+    variant: str | None = None,
+    iter_min: str | None = None,
+    iter_max: str | None = None,
+    last: str | None = None,
+    limit: str = "100",
+    cursor: str | None = None,
+    key: ApiKey = Depends(caller),
+) -> JSON:
     ctx = context(request)
     ctx.access.job(key, job)
     if kind not in KINDS:
@@ -154,9 +221,17 @@ def events(request: Request, job: str, kind: str, metric: str | None = None, var
     if cursor:
         body = ctx.signer.verify("events", cursor)
         after = tuple(body["a"])
-    rows = ctx.store.events.read(job, kind, metric=metric, variant=variant, iter_min=_int(iter_min, "iter_min"),
-                                 iter_max=_int(iter_max, "iter_max"), last_iters=_int(last, "last"), limit=size,
-                                 after=after)
+    rows = ctx.store.events.read(
+        job,
+        kind,
+        metric=metric,
+        variant=variant,
+        iter_min=_int(iter_min, "iter_min"),
+        iter_max=_int(iter_max, "iter_max"),
+        last_iters=_int(last, "last"),
+        limit=size,
+        after=after,
+    )
     for row in rows:
         payload = row.pop("payload")
         if kind == "vector":
@@ -168,6 +243,7 @@ def events(request: Request, job: str, kind: str, metric: str | None = None, var
     nxt = None
     if len(rows) == size:
         last_row = rows[-1]
-        nxt = ctx.signer.sign("events", {"a": [last_row["metric"], last_row["variant"], last_row["iter"],
-                                               last_row["key"]]})
+        nxt = ctx.signer.sign(
+            "events", {"a": [last_row["metric"], last_row["variant"], last_row["iter"], last_row["key"]]}
+        )
     return JSON({"job": job, "kind": kind, "events": rows, "next_cursor": nxt})

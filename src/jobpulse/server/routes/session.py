@@ -25,15 +25,27 @@ def health(request: Request) -> JSON:
 @router.get("/jp/v1/server", summary="Version, store transport and schema version")
 def server_info(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    return JSON({"version": __version__, "store": ctx.store.engine.name, "schema_version": ctx.store.schema_version,
-                 "caller": key.to_dict()})
+    return JSON(
+        {
+            "version": __version__,
+            "store": ctx.store.engine.name,
+            "schema_version": ctx.store.schema_version,
+            "caller": key.to_dict(),
+        }
+    )
 
 
 def _session_response(request: Request, cookie: str, target: str) -> RedirectResponse:
     ctx = context(request)
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(SESSION_COOKIE, cookie, max_age=ctx.settings.session_hours * 3600, httponly=True,
-                        samesite="lax", secure=request.url.scheme == "https")
+    response.set_cookie(
+        SESSION_COOKIE,
+        cookie,
+        max_age=ctx.settings.session_hours * 3600,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 

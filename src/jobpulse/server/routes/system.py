@@ -22,7 +22,9 @@ def parse_step(value: str | None, name: str = "step") -> int | None:
         return None
     match = re.fullmatch(r"(\d+)(ms|s|m|h|d)?", value.strip())
     if not match or int(match.group(1)) == 0:
-        raise BadRequest(f"'{name}' must be a positive duration like 10s, 5m or 1h, got {value!r}", field=name)
+        raise BadRequest(
+            f"'{name}' must be a positive duration like 10s, 5m or 1h, got {value!r}", field=name
+        )
     return int(match.group(1)) * _UNITS[match.group(2) or "s"]
 
 
@@ -39,15 +41,26 @@ def system_catalog(request: Request, job: str, key: ApiKey = Depends(caller)) ->
     ctx = context(request)
     ctx.access.job(key, job)
     extent = ctx.store.system.extent(job)
-    return JSON({"job": job, "series": ctx.store.system.catalog(job),
-                 "range": list(extent) if extent else None})
+    return JSON(
+        {"job": job, "series": ctx.store.system.catalog(job), "range": list(extent) if extent else None}
+    )
 
 
-@router.get("/jp/v1/jobs/{job}/system/series",
-            summary="System metric series per worker and device over [start, end] at a step")
-def system_series(request: Request, job: str, metric: str, worker: str | None = None, device: str | None = None,
-                  start: str | None = None, end: str | None = None, step: str | None = None,
-                  key: ApiKey = Depends(caller)) -> JSON:
+@router.get(
+    "/jp/v1/jobs/{job}/system/series",
+    summary="System metric series per worker and device over [start, end] at a step",
+)
+def system_series(
+    request: Request,
+    job: str,
+    metric: str,
+    worker: str | None = None,
+    device: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    step: str | None = None,
+    key: ApiKey = Depends(caller),
+) -> JSON:
     ctx = context(request)
     ctx.access.job(key, job)
     metrics = split_list(metric)
@@ -55,6 +68,7 @@ def system_series(request: Request, job: str, metric: str, worker: str | None = 
         raise BadRequest("'metric' names at least one metric", field="metric")
     workers = split_list(worker) or None
     start_ms, end_ms = parse_time(start, "start"), parse_time(end, "end")
+    step_given = parse_step(step)
     if start_ms is None or end_ms is None:
         extent = ctx.store.system.extent(job, workers)
         if extent is None:
@@ -63,10 +77,11 @@ def system_series(request: Request, job: str, metric: str, worker: str | None = 
         end_ms = extent[1] if end_ms is None else end_ms
     if end_ms < start_ms:
         raise BadRequest("'start' must not be after 'end'", field="start")
-    step_ms = parse_step(step) or auto_step(end_ms - start_ms)
+    step_ms = step_given or auto_step(end_ms - start_ms)
     if step_ms % 60_000 == 0:
         start_ms -= start_ms % 60_000  # whole minutes read from the per-minute rollup
     devices = None if device is None else split_list(device) if device else [""]
-    series = ctx.store.system.series(job, metrics, start_ms=start_ms, end_ms=end_ms, step_ms=step_ms,
-                                     workers=workers, devices=devices)
+    series = ctx.store.system.series(
+        job, metrics, start_ms=start_ms, end_ms=end_ms, step_ms=step_ms, workers=workers, devices=devices
+    )
     return JSON({"job": job, "start": start_ms, "end": end_ms, "step_ms": step_ms, "series": series})

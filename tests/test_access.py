@@ -1,0 +1,103 @@
+"""Access rules: 401 without a valid key, 404 outside the key's projects, 403 without the role."""
+
+from __future__ import annotations
+
+from starlette.testclient import TestClient
+
+from helpers import post_columns, scalar_series
+
+
+def as_key(app, token: str | None) -> TestClient:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return TestClient(app, headers=headers)
+
+
+def test_missing_key_is_401(anonymous):
+    answer = anonymous.get("/jp/v1/jobs")
+    assert answer.status_code == 401 and answer.json()["error"]["code"] == "unauthorized"
+    assert answer.headers["www-authenticate"] == "Bearer"
+
+
+def test_unknown_or_malformed_key_is_401(app):
+    for token in ("jp_000000000000_" + "x" * 40, "not-a-key"):
+        assert as_key(app, token).get("/jp/v1/jobs").status_code == 401
+
+
+def test_revoked_key_is_401_at_once(app, client, make_key):
+    token = make_key(["proj"], "read")
+    reader = as_key(app, token)
+    assert reader.get("/jp/v1/jobs").status_code == 200
+    key_id = token.split("_")[1]
+    assert client.delete(f"/jp/v1/keys/{key_id}").json()["key"]["revoked"] is not None
+    assert reader.get("/jp/v1/jobs").status_code == 401
+
+
+def test_job_outside_the_keys_projects_is_404(app, client, make_key):
+    post_columns(client, scalar_series("secret", "loss", [1.0], project="other"))
+    reader = as_key(app, make_key(["proj"], "read"))
+    answer = reader.get("/jp/v1/jobs/secret")
+    assert answer.status_code == 404 and answer.json()["error"]["message"] == "job 'secret' does not exist"
+    assert reader.get("/jp/v1/jobs/secret/scalars/points", params={"metric": "loss"}).status_code == 404
+    assert [j["job"] for j in reader.get("/jp/v1/jobs").json()["jobs"]] == []
+
+
+def test_read_key_cannot_write_403(app, client, make_key):
+    post_columns(client, scalar_series("j1", "loss", [1.0]))
+    reader = as_key(app, make_key(["proj"], "read"))
+    assert reader.get("/jp/v1/jobs/j1").status_code == 200
+    answer = post_columns(reader, scalar_series("j1", "loss", [2.0]))
+    assert answer.status_code == 403 and "may not write" in answer.json()["error"]["message"]
+    assert reader.patch("/jp/v1/jobs/j1", json={"name": "x"}).status_code == 403
+    assert reader.delete("/jp/v1/jobs/j1").status_code == 403
+
+
+def test_write_key_of_another_project_cannot_ingest_there(app, make_key):
+    writer = as_key(app, make_key(["proj"], "write"))
+    answer = post_columns(writer, scalar_series("j9", "loss", [1.0], project="other"))
+    assert answer.status_code == 403 and answer.json()["error"]["field"] == "project"
+
+
+def test_listing_a_project_outside_the_key_is_403(app, make_key):
+    reader = as_key(app, make_key(["proj"], "read"))
+    assert reader.get("/jp/v1/jobs", params={"project": "other"}).status_code == 403
+
+
+def test_keys_are_managed_by_admins_only(app, client, make_key):
+    writer = as_key(app, make_key(["proj"], "write"))
+    assert writer.get("/jp/v1/keys").status_code == 403
+    created = client.post("/jp/v1/keys", json={"name": "ci", "projects": ["proj"], "role": "write"})
+    assert created.status_code == 201 and created.json()["token"].startswith("jp_")
+    listed = client.get("/jp/v1/keys").json()["keys"]
+    assert "ci" in [k["name"] for k in listed] and all("secret_hash" not in k for k in listed)
+    bad = client.post("/jp/v1/keys", json={"name": "x", "projects": ["proj"], "role": "owner"})
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "role"
+    assert client.delete("/jp/v1/keys/000000000000").status_code == 404
+
+
+def test_secrets_are_stored_hashed(store, make_key):
+    token = make_key(["proj"], "read")
+    stored = store.engine.query(f"SELECT secret_hash FROM {store.database}.api_keys").column(0).to_pylist()
+    assert token not in stored and all(len(h) == 64 for h in stored)
+
+
+def test_one_time_login_link_opens_a_session(app, anonymous, store, admin_token):
+    from jobpulse.server.access import ADMIN_KEY_STATE
+
+    store.state.set(ADMIN_KEY_STATE, admin_token.split("_")[1])
+    url = app.state.ctx.access.login_url()
+    path = url.split("127.0.0.1:8642", 1)[1]
+    first = anonymous.get(path, follow_redirects=False)
+    assert first.status_code == 303 and "jobpulse_session" in first.cookies
+    assert anonymous.get("/jp/v1/jobs").status_code == 200  # the cookie authenticates
+    anonymous.cookies.clear()
+    again = anonymous.get(path, follow_redirects=False)
+    assert again.status_code == 401 and "used already" in again.text
+
+
+def test_a_session_ends_when_its_key_is_revoked(app, anonymous, client, make_key):
+    token = make_key(["proj"], "read")
+    login = anonymous.post("/jp/v1/session", data={"api_key": token}, follow_redirects=False)
+    assert login.status_code == 303
+    assert anonymous.get("/jp/v1/jobs").status_code == 200
+    client.delete(f"/jp/v1/keys/{token.split('_')[1]}")
+    assert anonymous.get("/jp/v1/jobs").status_code == 401

@@ -1,0 +1,144 @@
+"""Projects, jobs and workers through the native API."""
+
+from __future__ import annotations
+
+from helpers import post_columns, scalar_series
+
+
+def make_job(client, job: str, project: str = "proj", **fields) -> dict:
+    answer = client.post("/jp/v1/jobs", json={"project": project, "job": job, **fields})
+    assert answer.status_code in (200, 201), answer.text
+    return answer.json()["job"]
+
+
+def test_create_is_idempotent(client):
+    first = client.post("/jp/v1/jobs", json={"project": "proj", "job": "j1", "name": "first"})
+    again = client.post("/jp/v1/jobs", json={"project": "proj", "job": "j1", "name": "second"})
+    assert first.status_code == 201 and first.json()["created"] is True
+    assert again.status_code == 200 and again.json()["created"] is False
+    assert again.json()["job"]["name"] == "first"
+
+
+def test_creating_a_job_id_used_by_another_project_is_409(client):
+    make_job(client, "j1", "proj")
+    answer = client.post("/jp/v1/jobs", json={"project": "other", "job": "j1"})
+    assert answer.status_code == 409 and answer.json()["error"]["field"] == "job"
+
+
+def test_bad_ids_are_400_naming_the_field(client):
+    assert (
+        client.post("/jp/v1/jobs", json={"project": "bad project!", "job": "j1"}).json()["error"]["field"]
+        == "project"
+    )
+    assert client.post("/jp/v1/jobs", json={"project": "p", "job": "-x"}).json()["error"]["field"] == "job"
+    assert (
+        client.post("/jp/v1/jobs", json={"project": "p", "job": "j", "colour": 1}).json()["error"]["field"]
+        == "colour"
+    )
+
+
+def test_list_filters_by_project_status_tag_and_search(client):
+    make_job(client, "alpha-1", "proj", name="ResNet baseline", tags=["vision"])
+    make_job(client, "beta-2", "proj", name="BERT finetune", tags=["nlp"])
+    make_job(client, "gamma-3", "other", name="ResNet wide", tags=["vision"])
+    client.patch("/jp/v1/jobs/beta-2", json={"status": "running"})
+
+    def ids(**params):
+        return sorted(j["job"] for j in client.get("/jp/v1/jobs", params=params).json()["jobs"])
+
+    assert ids() == ["alpha-1", "beta-2", "gamma-3"]
+    assert ids(project="proj") == ["alpha-1", "beta-2"]
+    assert ids(status="running") == ["beta-2"]
+    assert ids(tag="vision") == ["alpha-1", "gamma-3"]
+    assert ids(q="resnet") == ["alpha-1", "gamma-3"]
+    assert client.get("/jp/v1/jobs", params={"status": "sleeping"}).json()["error"]["field"] == "status"
+
+
+def test_list_pages_with_a_cursor_without_repeats(client):
+    for i in range(7):
+        make_job(client, f"job-{i}")
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 3, **({"cursor": cursor} if cursor else {})}
+        page = client.get("/jp/v1/jobs", params=params).json()
+        seen += [j["job"] for j in page["jobs"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert sorted(seen) == [f"job-{i}" for i in range(7)] and len(seen) == 7
+
+
+def test_projects_are_listed_with_counts(client):
+    make_job(client, "a", "proj")
+    make_job(client, "b", "proj")
+    make_job(client, "c", "other")
+    projects = {p["project"]: p["jobs"] for p in client.get("/jp/v1/projects").json()["projects"]}
+    assert projects == {"other": 1, "proj": 2}
+
+
+def test_status_transitions_set_times(client):
+    make_job(client, "j1")
+    running = client.patch("/jp/v1/jobs/j1", json={"status": "running"}).json()["job"]
+    assert running["started"] is not None and running["ended"] is None
+    done = client.patch("/jp/v1/jobs/j1", json={"status": "completed"}).json()["job"]
+    assert done["status"] == "completed" and done["ended"] >= done["started"]
+    back = client.patch("/jp/v1/jobs/j1", json={"status": "created"})
+    assert back.status_code == 409
+    bad = client.patch("/jp/v1/jobs/j1", json={"status": "paused"})
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "status"
+
+
+def test_a_job_ends_when_all_its_workers_end(client):
+    make_job(client, "j1")
+    client.put("/jp/v1/jobs/j1/workers/worker-0", json={"status": "running"})
+    client.put("/jp/v1/jobs/j1/workers/worker-1", json={"status": "running"})
+    assert client.get("/jp/v1/jobs/j1").json()["job"]["status"] == "running"
+    client.put("/jp/v1/jobs/j1/workers/worker-0", json={"status": "completed", "exit_code": 0})
+    assert client.get("/jp/v1/jobs/j1").json()["job"]["status"] == "running"
+    client.put("/jp/v1/jobs/j1/workers/worker-1", json={"status": "failed", "exit_code": 3})
+    job = client.get("/jp/v1/jobs/j1").json()
+    assert job["job"]["status"] == "failed"
+    assert job["job"]["error_message"] == "worker-1 failed with exit code 3"
+    assert {w["worker"]: w["exit_code"] for w in job["workers"]} == {"worker-0": 0, "worker-1": 3}
+
+
+def test_update_changes_description_fields(client):
+    make_job(client, "j1")
+    job = client.patch(
+        "/jp/v1/jobs/j1", json={"name": "renamed", "tags": ["a", "b"], "instance_type": {"gpu_count": 8}}
+    ).json()["job"]
+    assert (job["name"], job["tags"], job["instance_type"]) == ("renamed", ["a", "b"], {"gpu_count": 8})
+    assert client.patch("/jp/v1/jobs/j1", json={"tags": "a"}).json()["error"]["field"] == "tags"
+
+
+def test_delete_removes_the_job_and_all_its_data(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0, 2.0]))
+    post_columns(client, scalar_series("j2", "loss", [5.0]))
+    client.put("/jp/v1/jobs/j1/files/a.txt", content=b"hello")
+    assert client.delete("/jp/v1/jobs/j1").json() == {"deleted": "j1"}
+    assert client.get("/jp/v1/jobs/j1").status_code == 404
+    assert client.get("/jp/v1/jobs/j1/files/a.txt").status_code == 404
+    assert [j["job"] for j in client.get("/jp/v1/jobs").json()["jobs"]] == ["j2"]
+    # a new job with the old id starts empty
+    post_columns(client, scalar_series("j1", "acc", [0.5]))
+    assert [m["metric"] for m in client.get("/jp/v1/jobs/j1/scalars").json()["metrics"]] == ["acc"]
+    assert client.get("/jp/v1/jobs/j2/scalars/points", params={"metric": "loss"}).json()["value"] == [5.0]
+
+
+def test_storage_usage_counts_rows_per_kind(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0, 2.0, 3.0]))
+    client.put("/jp/v1/jobs/j1/files/a.bin", content=b"x" * 100)
+    usage = client.get("/jp/v1/jobs/j1/usage").json()
+    assert usage["kinds"]["scalars"]["rows"] == 3 and usage["kinds"]["logs"]["rows"] == 0
+    assert usage["kinds"]["scalars"]["bytes"] > 0
+    assert usage["files"] == {"files": 1, "bytes": 100}
+
+
+def test_files_round_trip_and_reject_unsafe_names(client):
+    make_job(client, "j1")
+    up = client.put("/jp/v1/jobs/j1/files/img/step-1.png", content=b"\x89PNGdata")
+    assert up.status_code == 201 and up.json()["url"] == "/jp/v1/jobs/j1/files/img/step-1.png"
+    got = client.get(up.json()["url"])
+    assert got.content == b"\x89PNGdata" and got.headers["content-type"] == "image/png"
+    assert client.put("/jp/v1/jobs/j1/files/a/../../etc", content=b"x").status_code in (400, 404)
+    assert client.get("/jp/v1/jobs/j1/files/missing.png").status_code == 404

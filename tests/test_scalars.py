@@ -1,0 +1,173 @@
+"""Scalar queries: catalogue, downsampled charts, compare, full-resolution paging, latest values."""
+
+from __future__ import annotations
+
+from helpers import post_columns, post_lines, scalar_series
+
+
+def test_metrics_lists_variants_with_counts(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0, 2.0, 3.0], variant="train"))
+    post_columns(client, scalar_series("j1", "loss", [4.0], variant="val", start=10))
+    post_columns(client, scalar_series("j1", "acc", [0.1, 0.2]))
+    metrics = client.get("/jp/v1/jobs/j1/scalars").json()["metrics"]
+    assert [m["metric"] for m in metrics] == ["acc", "loss"]
+    loss = {v["variant"]: (v["points"], v["first_iter"], v["last_iter"]) for v in metrics[1]["variants"]}
+    assert loss == {"train": (3, 0, 2), "val": (1, 10, 10)}
+
+
+def test_chart_buckets_carry_mean_min_max_last_and_count(client):
+    values = [float(i % 10) for i in range(100)]
+    values[55] = 1000.0  # a spike inside one bucket
+    post_columns(client, scalar_series("j1", "loss", values))
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 10}).json()
+    assert chart["range"] == [0, 99] and chart["bucket_width"] == 10
+    series = chart["series"][0]
+    assert series["x"] == list(range(0, 100, 10))
+    assert series["count"] == [10] * 10
+    assert series["mean"][0] == 4.5 and series["min"][0] == 0.0 and series["last"][0] == 9.0
+    assert series["max"][5] == 1000.0  # the spike stays visible after downsampling
+    assert series["x_first"][5] == 50 and series["x_last"][5] == 59
+
+
+def test_chart_of_a_zoomed_range_is_finer(client):
+    post_columns(client, scalar_series("j1", "loss", [float(i) for i in range(1000)]))
+    wide = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 10}).json()
+    zoom = client.get(
+        "/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 10, "x_min": 100, "x_max": 199}
+    ).json()
+    assert wide["bucket_width"] == 100 and zoom["bucket_width"] == 10
+    assert zoom["series"][0]["x"][0] == 100 and zoom["series"][0]["mean"][0] == 104.5
+
+
+def test_chart_over_time_uses_timestamps(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0, 2.0, 3.0, 4.0]))
+    chart = client.get(
+        "/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "axis": "time", "buckets": 2}
+    ).json()
+    points = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"}).json()
+    assert chart["axis"] == "time" and chart["range"] == [points["ts"][0], points["ts"][-1]]
+    assert chart["series"][0]["mean"] == [1.5, 3.5]
+
+
+def test_chart_ignores_non_finite_values_in_mean_but_keeps_them_as_last(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0, 3.0, "NaN"]))
+    series = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 1}).json()[
+        "series"
+    ][0]
+    assert series["mean"] == [2.0] and series["max"] == [3.0] and series["last"] == ["NaN"]
+    assert series["count"] == [3]
+
+
+def test_compare_shares_one_range_and_bucket_width(client):
+    post_columns(client, scalar_series("short", "loss", [1.0] * 50))
+    post_columns(client, scalar_series("long", "loss", [2.0] * 200))
+    chart = client.get(
+        "/jp/v1/scalars/chart", params={"jobs": "short,long", "metric": "loss", "buckets": 20}
+    ).json()
+    assert chart["range"] == [0, 199] and chart["bucket_width"] == 10
+    by_job = {s["job"]: s for s in chart["series"]}
+    assert len(by_job["short"]["x"]) == 5 and len(by_job["long"]["x"]) == 20
+    assert by_job["short"]["x"] == by_job["long"]["x"][:5]
+
+
+def test_compare_rejects_unknown_jobs_and_too_many(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0]))
+    assert client.get("/jp/v1/scalars/chart", params={"jobs": "j1,nope", "metric": "loss"}).status_code == 404
+    many = ",".join(f"j{i}" for i in range(101))
+    assert (
+        client.get("/jp/v1/scalars/chart", params={"jobs": many, "metric": "loss"}).json()["error"]["field"]
+        == "jobs"
+    )
+
+
+def test_points_page_through_every_point_with_a_cursor(client):
+    post_columns(client, scalar_series("j1", "loss", [float(i) for i in range(25)], variant="a"))
+    post_columns(client, scalar_series("j1", "loss", [float(i) for i in range(5)], variant="b"))
+    got, cursor = [], None
+    while True:
+        params = {"metric": "loss", "limit": 7, **({"cursor": cursor} if cursor else {})}
+        page = client.get("/jp/v1/jobs/j1/scalars/points", params=params).json()
+        got += list(zip(page["variant"], page["iter"], strict=True))
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert got == [("a", i) for i in range(25)] + [("b", i) for i in range(5)]
+
+
+def test_a_forged_or_foreign_cursor_is_400(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0, 2.0]))
+    post_columns(client, scalar_series("j1", "acc", [1.0, 2.0]))
+    page = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss", "limit": 1}).json()
+    forged = page["next_cursor"][:-2] + ("AA" if not page["next_cursor"].endswith("AA") else "BB")
+    answer = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss", "cursor": forged})
+    assert answer.status_code == 400 and answer.json()["error"]["field"] == "cursor"
+    foreign = client.get(
+        "/jp/v1/jobs/j1/scalars/points", params={"metric": "acc", "cursor": page["next_cursor"]}
+    )
+    assert foreign.status_code == 400 and "another query" in foreign.json()["error"]["message"]
+
+
+def test_latest_values_of_many_jobs(client):
+    for n in range(5):
+        post_columns(client, scalar_series(f"j{n}", "loss", [10.0 + n, 5.0 + n, -1.0 * n]))
+    answer = client.post("/jp/v1/scalars/latest", json={"jobs": [f"j{n}" for n in range(5)]}).json()
+    assert set(answer["jobs"]) == {f"j{n}" for n in range(5)}
+    latest = answer["jobs"]["j3"][0]
+    assert (latest["metric"], latest["iter"], latest["value"], latest["min"], latest["max"]) == (
+        "loss",
+        2,
+        -3.0,
+        -3.0,
+        13.0,
+    )
+    assert client.get("/jp/v1/scalars/latest", params={"jobs": "j0"}).json()["jobs"]["j0"][0]["value"] == 0.0
+
+
+def test_latest_follows_a_rereported_point(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0, 2.0]))
+    post_lines(
+        client,
+        {"kind": "scalar", "metric": "loss", "variant": "train", "iter": 1, "value": 7.0},
+        project="proj",
+        job="j1",
+    )
+    latest = client.get("/jp/v1/scalars/latest", params={"jobs": "j1"}).json()["jobs"]["j1"][0]
+    assert latest["value"] == 7.0 and latest["iter"] == 1
+
+
+def test_chart_parameters_are_validated(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0]))
+    for params, field in (
+        ({"buckets": 0}, "buckets"),
+        ({"axis": "epoch"}, "axis"),
+        ({"x_min": "a"}, "x_min"),
+        ({"x_min": 10, "x_max": 5}, "x_max"),
+    ):
+        answer = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", **params})
+        assert answer.status_code == 400 and answer.json()["error"]["field"] == field, params
+    assert client.get("/jp/v1/jobs/j1/scalars/chart").json()["error"]["field"] == "metric"
+
+
+def test_an_unknown_metric_gives_an_empty_chart(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0]))
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "nothing"}).json()
+    assert chart["series"] == [] and chart["range"] is None
+
+
+def test_events_page_and_filter_by_iteration(client):
+    events = [
+        {"kind": "vector", "metric": "hist", "variant": "w", "iter": i, "values": [i, i + 1]}
+        for i in range(5)
+    ]
+    post_lines(client, *events, project="proj", job="j1")
+    page = client.get("/jp/v1/jobs/j1/events/vector", params={"limit": 2}).json()
+    assert [e["iter"] for e in page["events"]] == [0, 1] and page["next_cursor"]
+    rest = client.get(
+        "/jp/v1/jobs/j1/events/vector", params={"limit": 10, "cursor": page["next_cursor"]}
+    ).json()
+    assert [e["iter"] for e in rest["events"]] == [2, 3, 4]
+    last = client.get("/jp/v1/jobs/j1/events/vector", params={"last": 1}).json()["events"]
+    assert [(e["iter"], e["values"]) for e in last] == [(4, [4, 5])]
+    metrics = client.get("/jp/v1/jobs/j1/events/vector/metrics").json()["metrics"]
+    assert metrics == [{"metric": "hist", "variant": "w", "events": 5, "first_iter": 0, "last_iter": 4}]
+    assert client.get("/jp/v1/jobs/j1/events/audio").json()["error"]["field"] == "kind"

@@ -1,0 +1,134 @@
+"""The store's contract, run on every transport: the embedded engine always, and a ClickHouse
+server when JOBPULSE_TEST_CLICKHOUSE_URL names one."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jobpulse.store import Job, LogFilter, Store
+from jobpulse.store.columns import columns_to_arrow
+from jobpulse.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
+
+T0 = 1_790_000_040_000 - (1_790_000_040_000 % 60_000)
+
+
+def write_scalars(store: Store, job: str, values: list[float]) -> None:
+    n = len(values)
+    store.writer.write(
+        {
+            "scalars": columns_to_arrow(
+                "scalars",
+                {
+                    "job": [job] * n,
+                    "metric": ["loss"] * n,
+                    "variant": ["train"] * n,
+                    "iter": np.arange(n),
+                    "ts": T0 + np.arange(n),
+                    "value": values,
+                    "worker": [""] * n,
+                    "model_event": np.zeros(n, np.uint8),
+                },
+            )
+        }
+    )
+
+
+def test_jobs_round_trip(any_store):
+    job, created = any_store.jobs.create(Job(job="j1", project="p", name="n", tags=["t"], config={"lr": 0.1}))
+    assert created
+    found = any_store.jobs.get("j1")
+    assert (found.project, found.tags, found.config, found.status) == ("p", ["t"], {"lr": 0.1}, "created")
+
+
+def test_scalars_chart_and_latest(any_store):
+    write_scalars(any_store, "j1", [float(i) for i in range(100)])
+    chart = any_store.scalars.chart(["j1"], "loss", buckets=4)
+    assert chart["bucket_width"] == 25 and chart["series"][0]["mean"] == [12.0, 37.0, 62.0, 87.0]
+    assert any_store.scalars.latest(["j1"])[0]["value"] == 99.0
+
+
+def test_replaced_points_are_read_once(any_store):
+    write_scalars(any_store, "j1", [1.0, 2.0])
+    write_scalars(any_store, "j1", [5.0, 6.0])
+    points, _ = any_store.scalars.page("j1", "loss")
+    assert points["iter"] == [0, 1] and points["value"].tolist() == [5.0, 6.0]
+
+
+def test_logs_resent_rows_are_dropped(any_store):
+    table = columns_to_arrow(
+        "logs",
+        {
+            "job": ["j1"] * 3,
+            "ts": [T0] * 3,
+            "worker": ["w"] * 3,
+            "seq": [1, 2, 3],
+            "level": ["info"] * 3,
+            "msg": ["a", "b", "c"],
+        },
+    )
+    assert any_store.writer.write({"logs": table}) == {"logs": 3}
+    assert any_store.writer.write({"logs": table}) == {"logs": 0}
+    assert any_store.logs.count("j1", LogFilter()) == 3
+    assert any_store.logs.workers("j1") == [{"worker": "w", "lines": 3, "bytes": 6}]
+
+
+def test_system_rollup_matches_raw(any_store):
+    n = 120
+    table = columns_to_arrow(
+        "system",
+        {
+            "job": ["j1"] * n,
+            "worker": ["w"] * n,
+            "metric": ["gpu_util"] * n,
+            "device": ["0"] * n,
+            "ts": T0 + np.arange(n) * 1000,
+            "value": np.arange(n, dtype=float),
+        },
+    )
+    any_store.writer.write({"system": table})
+    rollup = any_store.system.series("j1", ["gpu_util"], start_ms=T0, end_ms=T0 + n * 1000, step_ms=60_000)
+    raw = any_store.system.series("j1", ["gpu_util"], start_ms=T0 + 1, end_ms=T0 + n * 1000, step_ms=60_000)
+    assert rollup[0]["avg"] == [29.5, 89.5]
+    assert raw[0]["count"] == [60, 59]
+
+
+def test_keys_verify_and_revoke(any_store):
+    key, token = any_store.keys.create("k", ["p"], "write")
+    assert any_store.keys.verify(token).key_id == key.key_id
+    any_store.keys.revoke(key.key_id)
+    assert any_store.keys.verify(token) is None
+
+
+def test_delete_removes_every_row_of_the_job(any_store):
+    any_store.jobs.create(Job(job="j1", project="p"))
+    write_scalars(any_store, "j1", [1.0])
+    any_store.jobs.delete("j1")
+    assert any_store.jobs.get("j1") is None
+    assert any_store.scalars.latest(["j1"]) == []
+
+
+def test_migrate_is_idempotent_and_records_the_version(any_store):
+    assert migrate(any_store.engine, any_store.database) == SCHEMA_VERSION
+    versions = any_store.engine.query(
+        f"SELECT version FROM {any_store.database}.schema_version ORDER BY version"
+    )
+    assert versions.column(0).to_pylist() == list(range(1, SCHEMA_VERSION + 1))
+
+
+def test_an_upgrade_keeps_existing_data(any_store, monkeypatch):
+    write_scalars(any_store, "j1", [1.0, 2.0])
+    step = ["ALTER TABLE {db}.jobs ADD COLUMN IF NOT EXISTS upgrade_probe String DEFAULT 'x'"]
+    monkeypatch.setattr("jobpulse.store.schema.MIGRATIONS", [*MIGRATIONS, step])
+    assert migrate(any_store.engine, any_store.database) == SCHEMA_VERSION
+    assert migrate(any_store.engine, any_store.database) == SCHEMA_VERSION + 1
+    points, _ = any_store.scalars.page("j1", "loss")
+    assert points["value"].tolist() == [1.0, 2.0]
+    columns = (
+        any_store.engine.query(
+            "SELECT name FROM system.columns WHERE database = {db:String} AND table = 'jobs'",
+            {"db": any_store.database},
+        )
+        .column(0)
+        .to_pylist()
+    )
+    assert "upgrade_probe" in columns
