@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import post_columns, post_lines, scalar_series
+from helpers import NOW_MS, post_columns, post_lines, scalar_series
 
 
 def test_metrics_lists_variants_with_counts(client):
@@ -35,15 +35,59 @@ def test_chart_of_a_zoomed_range_is_finer(client):
     zoom = client.get(
         "/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 10, "x_min": 100, "x_max": 199}
     ).json()
-    assert wide["bucket_width"] == 100 and zoom["bucket_width"] == 10
+    assert wide["bucket_width"] >= 100 and zoom["bucket_width"] == 10
     assert zoom["series"][0]["x"][0] == 100 and zoom["series"][0]["mean"][0] == 104.5
+
+
+def test_wide_buckets_from_the_rollup_equal_the_raw_points(client):
+    values = [((i * 7919) % 1000) / 10.0 for i in range(50_000)]
+    values[1234] = "NaN"
+    post_columns(client, scalar_series("j1", "loss", values))
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 20}).json()
+    width, series = chart["bucket_width"], chart["series"][0]
+    assert width % 64 == 0 and 2500 <= width <= 2600  # whole rollup blocks, about 20 buckets
+    for b, x in enumerate(series["x"]):
+        inside = [v for i, v in enumerate(values) if x <= i < x + width]
+        finite = [v for v in inside if v != "NaN"]
+        assert series["count"][b] == len(inside)
+        assert abs(series["mean"][b] - sum(finite) / len(finite)) < 1e-9
+        assert (series["min"][b], series["max"][b]) == (min(finite), max(finite))
+        assert series["last"][b] == inside[-1]
+        assert (series["x_first"][b], series["x_last"][b]) == (x, x + len(inside) - 1)
+
+
+def test_replacing_points_keeps_rollup_buckets_exact(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0] * 4096))
+    post_columns(client, scalar_series("j1", "loss", [1.0] * 4096))  # an identical resend
+    post_columns(client, scalar_series("j1", "loss", [3.0] * 2048))  # replaces the first half
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 2}).json()
+    series = chart["series"][0]
+    assert series["count"] == [2048, 2048] and series["mean"] == [3.0, 1.0]
+
+
+def test_time_axis_charts_use_the_rollup_too(client):
+    body = scalar_series("j1", "loss", [float(i % 3) for i in range(30_000)])
+    body["series"][0]["ts"] = [NOW_MS - 40_000_000 + i * 1000 for i in range(30_000)]  # one point a second
+    post_columns(client, body)
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "axis": "time", "buckets": 10}).json()
+    assert sum(chart["series"][0]["count"]) == 30_000
+    assert chart["bucket_width"] % 1024 == 0
+    zoom = client.get(
+        "/jp/v1/jobs/j1/scalars/chart",
+        params={
+            "metric": "loss",
+            "axis": "time",
+            "buckets": 10,
+            "x_min": body["series"][0]["ts"][100],
+            "x_max": body["series"][0]["ts"][109] + 999,
+        },
+    ).json()
+    assert zoom["bucket_width"] == 1000 and zoom["series"][0]["count"] == [1] * 10
 
 
 def test_chart_over_time_uses_timestamps(client):
     post_columns(client, scalar_series("j1", "loss", [1.0, 2.0, 3.0, 4.0]))
-    chart = client.get(
-        "/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "axis": "time", "buckets": 2}
-    ).json()
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "axis": "time", "buckets": 2}).json()
     points = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"}).json()
     assert chart["axis"] == "time" and chart["range"] == [points["ts"][0], points["ts"][-1]]
     assert chart["series"][0]["mean"] == [1.5, 3.5]
@@ -51,9 +95,7 @@ def test_chart_over_time_uses_timestamps(client):
 
 def test_chart_ignores_non_finite_values_in_mean_but_keeps_them_as_last(client):
     post_columns(client, scalar_series("j1", "loss", [1.0, 3.0, "NaN"]))
-    series = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 1}).json()[
-        "series"
-    ][0]
+    series = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 1}).json()["series"][0]
     assert series["mean"] == [2.0] and series["max"] == [3.0] and series["last"] == ["NaN"]
     assert series["count"] == [3]
 
@@ -61,9 +103,7 @@ def test_chart_ignores_non_finite_values_in_mean_but_keeps_them_as_last(client):
 def test_compare_shares_one_range_and_bucket_width(client):
     post_columns(client, scalar_series("short", "loss", [1.0] * 50))
     post_columns(client, scalar_series("long", "loss", [2.0] * 200))
-    chart = client.get(
-        "/jp/v1/scalars/chart", params={"jobs": "short,long", "metric": "loss", "buckets": 20}
-    ).json()
+    chart = client.get("/jp/v1/scalars/chart", params={"jobs": "short,long", "metric": "loss", "buckets": 20}).json()
     assert chart["range"] == [0, 199] and chart["bucket_width"] == 10
     by_job = {s["job"]: s for s in chart["series"]}
     assert len(by_job["short"]["x"]) == 5 and len(by_job["long"]["x"]) == 20
@@ -75,8 +115,7 @@ def test_compare_rejects_unknown_jobs_and_too_many(client):
     assert client.get("/jp/v1/scalars/chart", params={"jobs": "j1,nope", "metric": "loss"}).status_code == 404
     many = ",".join(f"j{i}" for i in range(101))
     assert (
-        client.get("/jp/v1/scalars/chart", params={"jobs": many, "metric": "loss"}).json()["error"]["field"]
-        == "jobs"
+        client.get("/jp/v1/scalars/chart", params={"jobs": many, "metric": "loss"}).json()["error"]["field"] == "jobs"
     )
 
 
@@ -101,9 +140,7 @@ def test_a_forged_or_foreign_cursor_is_400(client):
     forged = page["next_cursor"][:-2] + ("AA" if not page["next_cursor"].endswith("AA") else "BB")
     answer = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss", "cursor": forged})
     assert answer.status_code == 400 and answer.json()["error"]["field"] == "cursor"
-    foreign = client.get(
-        "/jp/v1/jobs/j1/scalars/points", params={"metric": "acc", "cursor": page["next_cursor"]}
-    )
+    foreign = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "acc", "cursor": page["next_cursor"]})
     assert foreign.status_code == 400 and "another query" in foreign.json()["error"]["message"]
 
 
@@ -155,16 +192,11 @@ def test_an_unknown_metric_gives_an_empty_chart(client):
 
 
 def test_events_page_and_filter_by_iteration(client):
-    events = [
-        {"kind": "vector", "metric": "hist", "variant": "w", "iter": i, "values": [i, i + 1]}
-        for i in range(5)
-    ]
+    events = [{"kind": "vector", "metric": "hist", "variant": "w", "iter": i, "values": [i, i + 1]} for i in range(5)]
     post_lines(client, *events, project="proj", job="j1")
     page = client.get("/jp/v1/jobs/j1/events/vector", params={"limit": 2}).json()
     assert [e["iter"] for e in page["events"]] == [0, 1] and page["next_cursor"]
-    rest = client.get(
-        "/jp/v1/jobs/j1/events/vector", params={"limit": 10, "cursor": page["next_cursor"]}
-    ).json()
+    rest = client.get("/jp/v1/jobs/j1/events/vector", params={"limit": 10, "cursor": page["next_cursor"]}).json()
     assert [e["iter"] for e in rest["events"]] == [2, 3, 4]
     last = client.get("/jp/v1/jobs/j1/events/vector", params={"last": 1}).json()["events"]
     assert [(e["iter"], e["values"]) for e in last] == [(4, [4, 5])]

@@ -17,7 +17,7 @@ import pyarrow as pa
 import zstandard
 
 from ..errors import BadRequest, PayloadTooLarge
-from ..store.columns import columns_to_arrow
+from ..store.columns import SCHEMAS, columns_to_arrow
 from ..store.jobs import JOB_ID, PROJECT_ID, WORKER_ID
 from ..store.logs import LEVELS
 
@@ -37,6 +37,7 @@ class Batch:
     """The good events of one request, as columns per table, and what was wrong with the rest."""
 
     columns: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # single events (JSON lines)
     jobs: dict[str, str | None] = field(default_factory=dict)  # job -> project named by the events
     workers: set[tuple[str, str]] = field(default_factory=set)
     first_ts: dict[str, int] = field(default_factory=dict)
@@ -53,10 +54,12 @@ class Batch:
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append({"index": index, "reason": reason, "detail": detail})
 
-    def add(
-        self, table: str, chunk: dict[str, Any], job: str, project: str | None, worker: str, ts0: int
-    ) -> None:
-        self.columns.setdefault(table, []).append(chunk)
+    def add(self, table: str, chunk: dict[str, Any], job: str, project: str | None, worker: str, ts0: int) -> None:
+        ts = chunk["ts"]
+        if isinstance(ts, list) and len(ts) == 1:  # one event of JSON lines: gathered as a row
+            self.rows.setdefault(table, []).append({k: v[0] if isinstance(v, list) else v for k, v in chunk.items()})
+        else:
+            self.columns.setdefault(table, []).append(chunk)
         known = self.jobs.get(job)
         if known is None:
             self.jobs[job] = project
@@ -76,17 +79,23 @@ class Batch:
                 else:
                     kept.append(chunk)
             self.columns[table] = kept
+        for table, rows in self.rows.items():
+            kept_rows = [row for row in rows if row["job"] != job]
+            dropped += len(rows) - len(kept_rows)
+            self.rows[table] = kept_rows
         self.jobs.pop(job, None)
         self.workers = {(j, w) for j, w in self.workers if j != job}
         self.accepted -= dropped
         return dropped
 
     def tables(self) -> dict[str, pa.Table]:
-        out = {}
+        parts: dict[str, list[pa.Table]] = {}
         for table, chunks in self.columns.items():
-            if chunks:
-                out[table] = pa.concat_tables([_to_arrow(table, c) for c in _coalesce(chunks)])
-        return out
+            parts.setdefault(table, []).extend(_to_arrow(table, c) for c in chunks)
+        for table, rows in self.rows.items():
+            if rows:
+                parts.setdefault(table, []).append(pa.Table.from_pylist(rows, schema=SCHEMAS[table]))
+        return {table: pa.concat_tables(tables) for table, tables in parts.items() if tables}
 
 
 def decode(body: bytes, encoding: str | None, limit: int) -> bytes:
@@ -106,9 +115,7 @@ def decode(body: bytes, encoding: str | None, limit: int) -> bytes:
         except zstandard.ZstdError as exc:
             raise BadRequest(f"body is not valid zstd: {exc}", field="Content-Encoding") from exc
     else:
-        raise BadRequest(
-            f"Content-Encoding {encoding!r} is not supported; use gzip or zstd", field="Content-Encoding"
-        )
+        raise BadRequest(f"Content-Encoding {encoding!r} is not supported; use gzip or zstd", field="Content-Encoding")
     if len(data) > limit:
         raise PayloadTooLarge(f"body is larger than {limit} bytes once decoded", field="body")
     return data
@@ -231,9 +238,7 @@ def _one_event(event: dict, defaults: dict, batch: Batch, now_ms: int) -> None:
                         raise _Reject("invalid_plot", f"'plot' is not valid JSON: {exc}") from exc
                     payload = plot
                 else:
-                    raise _Reject(
-                        "invalid_plot", "plot event needs 'plot': a Plotly figure object or its JSON"
-                    )
+                    raise _Reject("invalid_plot", "plot event needs 'plot': a Plotly figure object or its JSON")
             else:
                 url = event.get("url")
                 if not isinstance(url, str) or not url or len(url) > 2048:
@@ -318,9 +323,7 @@ def _worker(event: dict, defaults: dict, kind: str) -> str:
     if worker is None or worker == "":
         return "worker-0" if kind in ("log", "system") else ""
     if not isinstance(worker, str) or not WORKER_ID.match(worker):
-        raise _Reject(
-            "invalid_worker", f"'worker' must be 1-128 of letters, digits or '._:@/-', got {worker!r}"
-        )
+        raise _Reject("invalid_worker", f"'worker' must be 1-128 of letters, digits or '._:@/-', got {worker!r}")
     return worker
 
 
@@ -329,9 +332,7 @@ def _name(event: dict, name: str, required: bool) -> str:
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value) or len(value) > MAX_NAME:
-        raise _Reject(
-            f"invalid_{name}", f"'{name}' must be a non-empty string of at most {MAX_NAME} characters"
-        )
+        raise _Reject(f"invalid_{name}", f"'{name}' must be a non-empty string of at most {MAX_NAME} characters")
     return value
 
 
@@ -352,9 +353,7 @@ def _ts(value: Any, now_ms: int) -> int:
         raise _Reject("invalid_ts", "'ts' must be epoch milliseconds")
     ts = int(value)
     if not TS_MIN <= ts <= now_ms + TS_AHEAD:
-        raise _Reject(
-            "ts_out_of_range", "'ts' must be epoch milliseconds between 2000-01-01 and a week from now"
-        )
+        raise _Reject("ts_out_of_range", "'ts' must be epoch milliseconds between 2000-01-01 and a week from now")
     return ts
 
 
@@ -447,9 +446,7 @@ def _one_series(series: dict, defaults: dict, batch: Batch, base: int, n: int, n
     else:
         ts_arr = _int_array(ts, "ts", "invalid_ts")
         if ts_arr.min() < TS_MIN or ts_arr.max() > now_ms + TS_AHEAD:
-            raise _Reject(
-                "ts_out_of_range", "'ts' must be epoch milliseconds between 2000-01-01 and a week from now"
-            )
+            raise _Reject("ts_out_of_range", "'ts' must be epoch milliseconds between 2000-01-01 and a week from now")
     keep = np.ones(n, dtype=bool)
     if kind == "log":
         seq = _int_array(_column(series, "seq", n) or [], "seq", "invalid_seq")
@@ -512,9 +509,7 @@ def _one_series(series: dict, defaults: dict, batch: Batch, base: int, n: int, n
             if isinstance(device, int) and not isinstance(device, bool):
                 device = str(device)
             if not isinstance(device, str) or len(device) > 64:
-                raise _Reject(
-                    "invalid_device", "'device' is the accelerator index as a string, '' for the host"
-                )
+                raise _Reject("invalid_device", "'device' is the accelerator index as a string, '' for the host")
             chunk = {
                 "job": job,
                 "worker": worker,

@@ -145,7 +145,9 @@ def _text_value(value: Any, quoted: bool) -> str:
         return f"'{_escape(value)}'" if quoted else _escape(value)
     if isinstance(value, bool):
         return "1" if value else "0"
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, tuple):
+        return "(" + ",".join(_text_value(v, True) for v in value) + ")"
+    if isinstance(value, list):
         return "[" + ",".join(_text_value(v, True) for v in value) + "]"
     if value is None:
         return "NULL" if quoted else "\\N"

@@ -84,8 +84,8 @@ class Events:
         """What a job reported, of the ``sources`` among scalar, vector, plot, image and log, by time.
 
         Rows are ordered by ``(ts, src, a, b, n, c)``, a total order (src: 0 scalar, 1 vector, plot or
-        image, 2 log; a, b, n, c: metric, variant, iter, kind/key, or worker, '', seq, ''); ``after`` is
-        that tuple of the last row of the previous page.
+        image, 2 log; a, b, n, c: metric, variant, iter, kind/key, or worker, '', seq - 2^63, '');
+        ``after`` is that tuple of the last row of the previous page.
         """
         parts, params = self._timeline_parts(job, sources, metric)
         if not parts:
@@ -95,7 +95,7 @@ class Events:
             op = "<" if descending else ">"
             where = (
                 f"WHERE (ts, src, a, b, n, c) {op} ({{at:Int64}}, {{asrc:UInt8}}, {{aa:String}}, "
-                "{ab:String}, {an:Int128}, {ac:String})"
+                "{ab:String}, {an:Int64}, {ac:String})"
             )
             params.update(at=after[0], asrc=after[1], aa=after[2], ab=after[3], an=after[4], ac=after[5])
         order = "DESC" if descending else "ASC"
@@ -126,7 +126,7 @@ class Events:
         if "scalar" in sources:
             parts.append(
                 f"""SELECT toUnixTimestamp64Milli(ts) AS ts, toUInt8(0) AS src, metric AS a, variant AS b,
-                    toInt128(iter) AS n, '' AS c, 'scalar' AS kind, toString(worker) AS worker, value,
+                    toInt64(iter) AS n, '' AS c, 'scalar' AS kind, toString(worker) AS worker, value,
                     '' AS key, '' AS url, '' AS payload, '' AS level, '' AS msg, model_event
                 FROM {self._db}.scalars FINAL WHERE job = {{job:String}}{by_metric}"""
             )
@@ -135,7 +135,7 @@ class Events:
             params["kinds"] = kinds
             parts.append(
                 f"""SELECT toUnixTimestamp64Milli(ts) AS ts, toUInt8(1) AS src, metric AS a, variant AS b,
-                    toInt128(iter) AS n, concat(toString(kind), '/', key) AS c, toString(kind) AS kind,
+                    toInt64(iter) AS n, concat(toString(kind), '/', key) AS c, toString(kind) AS kind,
                     toString(worker) AS worker, nan AS value, key, url, payload, '' AS level, '' AS msg,
                     model_event
                 FROM {self._db}.events FINAL
@@ -144,9 +144,9 @@ class Events:
         if "log" in sources and metric is None:
             parts.append(
                 f"""SELECT toUnixTimestamp64Milli(ts) AS ts, toUInt8(2) AS src, toString(worker) AS a,
-                    '' AS b, toInt128(seq) AS n, '' AS c, 'log' AS kind, toString(worker) AS worker,
-                    nan AS value, '' AS key, '' AS url, '' AS payload, toString(level) AS level, msg,
-                    toUInt8(0) AS model_event
+                    '' AS b, reinterpretAsInt64(bitXor(seq, toUInt64(9223372036854775808))) AS n, '' AS c,
+                    'log' AS kind, toString(worker) AS worker, nan AS value, '' AS key, '' AS url,
+                    '' AS payload, toString(level) AS level, msg, toUInt8(0) AS model_event
                 FROM (SELECT * FROM {self._db}.logs WHERE job = {{job:String}} LIMIT 1 BY ts, worker, seq)"""
             )
         return parts, params

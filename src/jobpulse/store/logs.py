@@ -64,12 +64,45 @@ class Logs:
             )
             params.update(pts=position[0], pw=position[1], ps=position[2])
         order = "ASC" if direction == "forward" else "DESC"
+        # Reading in the table's order with a plain LIMIT lets the engine stop early; the rare
+        # duplicate of a racing resend is adjacent in that order and dropped here.
+        params["limit"] = limit + 16
+        rows = self._engine.query(
+            f"""SELECT toUnixTimestamp64Milli(ts) AS ts, worker, seq, level, msg FROM {self._db}.logs
+            WHERE {" AND ".join(clauses)}
+            ORDER BY ts {order}, worker {order}, seq {order} LIMIT {{limit:UInt32}}""",
+            params,
+        ).to_pylist()
+        unique = [
+            row
+            for i, row in enumerate(rows)
+            if i == 0
+            or (row["ts"], row["worker"], row["seq"]) != (rows[i - 1]["ts"], rows[i - 1]["worker"], rows[i - 1]["seq"])
+        ]
+        if len(unique) < len(rows) and len(unique) < limit and len(rows) == limit + 16:
+            return self._read_distinct(job, direction, position, limit, where)
+        unique = unique[:limit]
+        if direction == "backward":
+            unique.reverse()
+        return unique
+
+    def _read_distinct(
+        self, job: str, direction: str, position: Position | None, limit: int, where: LogFilter
+    ) -> list[dict[str, Any]]:
+        """The slow, exact read for a page crowded with duplicates."""
+        clauses, params = self._filter(job, where)
+        if position is not None:
+            op = ">" if direction == "forward" else "<"
+            clauses.append(
+                f"(ts, worker, seq) {op} (fromUnixTimestamp64Milli({{pts:Int64}}), {{pw:String}}, {{ps:UInt64}})"
+            )
+            params.update(pts=position[0], pw=position[1], ps=position[2])
+        order = "ASC" if direction == "forward" else "DESC"
         params["limit"] = limit
         rows = self._engine.query(
             f"""SELECT toUnixTimestamp64Milli(ts) AS ts, worker, seq, level, msg FROM {self._db}.logs
             WHERE {" AND ".join(clauses)}
-            ORDER BY ts {order}, worker {order}, seq {order}
-            LIMIT 1 BY ts, worker, seq LIMIT {{limit:UInt32}}""",
+            ORDER BY ts {order}, worker {order}, seq {order} LIMIT 1 BY ts, worker, seq LIMIT {{limit:UInt32}}""",
             params,
         ).to_pylist()
         if direction == "backward":

@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
+import pyarrow as pa
+
 from ..errors import BadRequest
 from .engine import Engine
+from .schema import ROLLUP_LEVELS
 
 Axis = Literal["iter", "time"]
 MAX_BUCKETS = 10_000
@@ -40,9 +43,7 @@ class Scalars:
             )
         return list(out.values())
 
-    def extent(
-        self, jobs: list[str], metric: str, variants: list[str] | None, axis: Axis
-    ) -> tuple[int, int] | None:
+    def extent(self, jobs: list[str], metric: str, variants: list[str] | None, axis: Axis) -> tuple[int, int] | None:
         """The smallest and largest x of a metric over ``jobs`` (from the latest-value rollup)."""
         lo, hi = ("first_iter", "last_iter") if axis == "iter" else ("first_ts", "last_ts")
         conv = "" if axis == "iter" else "toUnixTimestamp64Milli"
@@ -67,10 +68,12 @@ class Scalars:
         x_min: int | None = None,
         x_max: int | None = None,
     ) -> dict[str, Any]:
-        """``buckets`` buckets of one shared width over one x-range for every job and variant.
+        """About ``buckets`` buckets of one shared width over one x-range for every job and variant.
 
         Each bucket carries the mean, min and max of its finite values, its last value (by x) and
-        its point count, so a spike inside a bucket stays visible.
+        its point count, so a spike inside a bucket stays visible. Wide buckets are read from the
+        rollup's blocks (the range then starts on a block boundary and the width is a whole number
+        of blocks), so the cost follows the number of buckets, not the length of the history.
         """
         if not 1 <= buckets <= MAX_BUCKETS:
             raise BadRequest(f"'buckets' must be between 1 and {MAX_BUCKETS}", field="buckets")
@@ -82,41 +85,55 @@ class Scalars:
         if hi < lo:
             raise BadRequest("'x_max' must not be smaller than 'x_min'", field="x_max")
         width = max(1, math.ceil((hi - lo + 1) / buckets))
-        x = _x_expr(axis)
+        axis_id = 0 if axis == "iter" else 1
+        level = max((lvl for lvl in ROLLUP_LEVELS[axis_id] if (4 << lvl) <= width), default=None)
         where, params = self._where(jobs, metric, variants)
-        params.update(lo=lo, hi=hi, w=width)
-        table = self._engine.query(
-            f"""SELECT job, variant, intDiv({x} - {{lo:Int64}}, {{w:Int64}}) AS b,
-                avgIfOrNull(value, isFinite(value)) AS mean, minIfOrNull(value, isFinite(value)) AS min,
-                maxIfOrNull(value, isFinite(value)) AS max, argMax(value, {x}) AS last, count() AS count,
-                min({x}) AS x_first, max({x}) AS x_last
-            FROM {self._db}.scalars FINAL
-            WHERE {where} AND {x} BETWEEN {{lo:Int64}} AND {{hi:Int64}}
-            GROUP BY job, variant, b ORDER BY job, variant, b""",
+        if level is not None:
+            size = 1 << level
+            lo = (lo // size) * size
+            width = math.ceil(width / size) * size
+            params.update(lo=lo, w=width, size=size, axis=axis_id, level=level, blo=lo // size, bhi=hi // size)
+            sql = f"""SELECT job, variant, intDiv(block * {{size:Int64}} - {{lo:Int64}}, {{w:Int64}}) AS b,
+                    sum(sum) / nullIf(sum(n), 0) AS mean, min(min) AS min, max(max) AS max,
+                    argMaxMerge(last) AS last, sum(count) AS count, min(first_x) AS x_first, max(last_x) AS x_last
+                FROM {self._db}.scalars_rollup
+                WHERE {where} AND axis = {{axis:UInt8}} AND level = {{level:UInt8}}
+                    AND block BETWEEN {{blo:Int64}} AND {{bhi:Int64}}
+                GROUP BY job, variant, b HAVING sum(count) > 0 ORDER BY job, variant, b"""
+        else:
+            x = _x_expr(axis)
+            params.update(lo=lo, hi=hi, w=width)
+            if axis == "time":
+                where += self._iters_of_time(where, params, lo, hi)
+            sql = f"""SELECT job, variant, intDiv({x} - {{lo:Int64}}, {{w:Int64}}) AS b,
+                    avgIfOrNull(value, isFinite(value)) AS mean, minIfOrNull(value, isFinite(value)) AS min,
+                    maxIfOrNull(value, isFinite(value)) AS max, argMax(value, {x}) AS last, count() AS count,
+                    min({x}) AS x_first, max({x}) AS x_last
+                FROM {self._db}.scalars FINAL
+                WHERE {where} AND {x} BETWEEN {{lo:Int64}} AND {{hi:Int64}}
+                GROUP BY job, variant, b ORDER BY job, variant, b"""
+        table = self._engine.query(sql, params)
+        return {
+            "metric": metric,
+            "axis": axis,
+            "range": [lo, hi],
+            "bucket_width": width,
+            "series": _split_series(table, lo, width),
+        }
+
+    def _iters_of_time(self, where: str, params: dict[str, Any], lo: int, hi: int) -> str:
+        """A condition on ``iter`` that keeps a time-range read to the iterations reported then."""
+        size = 1 << ROLLUP_LEVELS[1][0]
+        row = self._engine.query(
+            f"""SELECT min(first_iter) AS ilo, max(last_iter) AS ihi, count() AS n FROM {self._db}.scalars_rollup
+            WHERE {where} AND axis = 1 AND level = {ROLLUP_LEVELS[1][0]}
+                AND block BETWEEN {lo // size} AND {hi // size}""",
             params,
-        )
-        series = []
-        cols = {name: table.column(name).to_pylist() for name in table.column_names}
-        start = 0
-        n = table.num_rows
-        while start < n:
-            end = start
-            key = (cols["job"][start], cols["variant"][start])
-            while end < n and (cols["job"][end], cols["variant"][end]) == key:
-                end += 1
-            series.append(
-                {
-                    "job": key[0],
-                    "variant": key[1],
-                    "x": [lo + b * width for b in cols["b"][start:end]],
-                    **{
-                        name: cols[name][start:end]
-                        for name in ("mean", "min", "max", "last", "count", "x_first", "x_last")
-                    },
-                }
-            )
-            start = end
-        return {"metric": metric, "axis": axis, "range": [lo, hi], "bucket_width": width, "series": series}
+        ).to_pylist()[0]
+        if not row["n"]:
+            return " AND 0"
+        params.update(ilo=row["ilo"], ihi=row["ihi"])
+        return " AND iter BETWEEN {ilo:Int64} AND {ihi:Int64}"
 
     def page(
         self,
@@ -210,3 +227,27 @@ class Scalars:
             GROUP BY metric, variant ORDER BY metric, variant""",
             {"job": job, "last": last},
         ).to_pylist()
+
+
+def _split_series(table: pa.Table, lo: int, width: int) -> list[dict[str, Any]]:
+    """Rows ordered by (job, variant, b) into one columnar series per (job, variant)."""
+    cols = {name: table.column(name).to_pylist() for name in table.column_names}
+    series: list[dict[str, Any]] = []
+    start, n = 0, table.num_rows
+    while start < n:
+        key = (cols["job"][start], cols["variant"][start])
+        end = start
+        while end < n and (cols["job"][end], cols["variant"][end]) == key:
+            end += 1
+        series.append(
+            {
+                "job": key[0],
+                "variant": key[1],
+                "x": [lo + b * width for b in cols["b"][start:end]],
+                **{
+                    name: cols[name][start:end] for name in ("mean", "min", "max", "last", "count", "x_first", "x_last")
+                },
+            }
+        )
+        start = end
+    return series

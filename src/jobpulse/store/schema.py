@@ -9,6 +9,42 @@ from __future__ import annotations
 
 from .engine import Engine
 
+# Block sizes of the scalar rollup, as powers of two: iterations (axis 0) and milliseconds (axis 1).
+# Each axis's first level is grouped from the points; the coarser ones from those groups.
+ROLLUP_LEVELS = {0: (6, 10, 14, 18), 1: (12, 16, 20, 24)}
+
+
+def rollup_select(source: str, sign: int = 1) -> str:
+    """Aggregate scalar rows of ``source`` into the blocks of every rollup level; ``sign`` -1 gives the
+    rows that take already-counted points back out of the sums (when a point is replaced)."""
+    finest = ", ".join(f"({axis}, {levels[0]})" for axis, levels in ROLLUP_LEVELS.items())
+    steps = ", ".join(str(level - ROLLUP_LEVELS[0][0]) for level in ROLLUP_LEVELS[0])
+    if sign > 0:
+        extremes = "min(min) AS min, max(max) AS max, argMaxState(lv, lk) AS last"
+    else:
+        extremes = (
+            "CAST(NULL AS Nullable(Float64)) AS min, CAST(NULL AS Nullable(Float64)) AS max, "
+            "argMaxState(lv, (toInt64(-9223372036854775807), toDateTime64(0, 6))) AS last"
+        )
+    return f"""SELECT job, metric, variant, axis, base + shift AS level,
+            intDiv(fine, bitShiftLeft(toInt64(1), shift)) - (fine % bitShiftLeft(toInt64(1), shift) < 0) AS block,
+            {sign} * sum(fsum) AS sum, {sign} * sum(fn) AS n, {sign} * sum(fcount) AS count, {extremes},
+            min(fx) AS first_x, max(lx) AS last_x, min(fi) AS first_iter, max(li) AS last_iter
+        FROM (
+            SELECT job, metric, variant, axis, base, intDiv(x, size) - (x % size < 0) AS fine,
+                sumIf(value, isFinite(value)) AS fsum, toInt64(countIf(isFinite(value))) AS fn,
+                toInt64(count()) AS fcount, minIfOrNull(value, isFinite(value)) AS min,
+                maxIfOrNull(value, isFinite(value)) AS max, argMax(value, (x, inserted)) AS lv,
+                max((x, inserted)) AS lk, min(x) AS fx, max(x) AS lx, min(iter) AS fi, max(iter) AS li
+            FROM (SELECT job, metric, variant, iter, value, inserted,
+                         arrayJoin([{finest}]) AS al, al.1 AS axis, al.2 AS base,
+                         if(axis = 0, iter, toUnixTimestamp64Milli(ts)) AS x, bitShiftLeft(toInt64(1), base) AS size
+                  FROM {source})
+            GROUP BY job, metric, variant, axis, base, fine)
+        ARRAY JOIN [{steps}] AS shift
+        GROUP BY job, metric, variant, axis, level, block"""
+
+
 # Each step is a list of statements; ``{db}`` is the database name. Append new steps, never edit old ones.
 MIGRATIONS: list[list[str]] = [
     [
@@ -86,6 +122,22 @@ MIGRATIONS: list[list[str]] = [
         """CREATE TABLE IF NOT EXISTS {db}.server_state (
             name String, value String, version UInt64
         ) ENGINE = ReplacingMergeTree(version) ORDER BY name""",
+    ],
+    [
+        # Charts read blocks of this rollup, so their cost follows the number of buckets, not the history.
+        """CREATE TABLE IF NOT EXISTS {db}.scalars_rollup (
+            job String, metric String, variant String, axis UInt8, level UInt8, block Int64,
+            sum SimpleAggregateFunction(sum, Float64), n SimpleAggregateFunction(sum, Int64),
+            count SimpleAggregateFunction(sum, Int64),
+            min SimpleAggregateFunction(min, Nullable(Float64)), max SimpleAggregateFunction(max, Nullable(Float64)),
+            last AggregateFunction(argMax, Float64, Tuple(Int64, DateTime64(6))),
+            first_x SimpleAggregateFunction(min, Int64), last_x SimpleAggregateFunction(max, Int64),
+            first_iter SimpleAggregateFunction(min, Int64), last_iter SimpleAggregateFunction(max, Int64)
+        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, axis, level, block)""",
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.scalars_rollup_mv TO {db}.scalars_rollup AS "
+        + rollup_select("{db}.scalars").replace("{", "{{").replace("}", "}}").replace("{{db}}", "{db}"),
+        "INSERT INTO {db}.scalars_rollup "
+        + rollup_select("{db}.scalars FINAL").replace("{", "{{").replace("}", "}}").replace("{{db}}", "{db}"),
     ],
 ]
 

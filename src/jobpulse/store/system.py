@@ -21,7 +21,8 @@ MINUTE_MS = 60_000
 @dataclass
 class Grid:
     """Dense series on one time axis: ``values[i, b]`` is the mean of series ``keys[i]`` over bucket ``b``,
-    which starts at ``times[b]``; NaN where the bucket holds no finite sample."""
+    which starts at ``times[b]``; NaN where the bucket has no sample or a mean that is not finite (raw
+    samples that are not finite are skipped; a per-minute rollup holding one is not finite)."""
 
     times: np.ndarray
     keys: list[tuple[str, str, str]]

@@ -3,7 +3,11 @@
 Tables whose materialized views sum (log sizes, per-minute system rollups) must not see a
 resent row twice, so before inserting logs and system samples the writer looks up the
 keys already stored in the batch's time range of each job and keeps only the new rows.
-Other tables replace by key and need no such care.
+
+Scalars feed sums too (the chart rollup): a resent point identical to the stored one is
+dropped, and a point that replaces a stored one with another value first takes the old
+value back out of the rollup's sums and counts. (A bucket's min and max may still remember
+a replaced value: they are an envelope, not a sum.) Events replace by key and need no care.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .engine import Engine
+from .schema import rollup_select
 
 # table -> columns that, with job and ts, identify a row
 _IDENTITY = {"logs": ("worker", "seq"), "system": ("worker", "metric", "device")}
@@ -31,6 +36,8 @@ class Writer:
                 continue
             if name in _IDENTITY:
                 table = self._new_rows(name, table)
+            elif name == "scalars":
+                table = self._new_scalars(table)
             if table.num_rows:
                 self._engine.insert(f"{self._db}.{name}", table)
             written[name] = table.num_rows
@@ -57,12 +64,72 @@ class Writer:
                 continue
             seen = set(zip(*(stored.column(c).to_pylist() for c in ("ts", *extra)), strict=True))
             rows = np.flatnonzero(mask)
-            columns = [ts_ms[rows].tolist()] + [
-                table.column(c).take(pa.array(rows)).to_pylist() for c in extra
-            ]
+            columns = [ts_ms[rows].tolist()] + [table.column(c).take(pa.array(rows)).to_pylist() for c in extra]
             for i, key in zip(rows, zip(*columns, strict=True), strict=True):
                 if key in seen:
                     keep[i] = False
                 else:
                     seen.add(key)
         return table if keep.all() else table.filter(pa.array(keep))
+
+    def _new_scalars(self, table: pa.Table) -> pa.Table:
+        table = _last_per_key(table)
+        keys = table.group_by(["job", "metric", "variant"]).aggregate([("iter", "min"), ("iter", "max")])
+        series = list(zip(*(keys.column(c).to_pylist() for c in ("job", "metric", "variant")), strict=True))
+        stored = self._engine.query(
+            f"""SELECT job, metric, variant, iter, value, toUnixTimestamp64Milli(ts) AS ts
+            FROM {self._db}.scalars FINAL
+            WHERE (job, metric, variant) IN {{series:Array(Tuple(String, String, String))}}
+                AND iter BETWEEN {{lo:Int64}} AND {{hi:Int64}}""",
+            {
+                "series": series,
+                "lo": pc.min(keys.column("iter_min")).as_py(),
+                "hi": pc.max(keys.column("iter_max")).as_py(),
+            },
+        )
+        if stored.num_rows == 0:
+            return table
+        old = {
+            (j, m, v, i): (val, ts)
+            for j, m, v, i, val, ts in zip(
+                *(stored.column(c).to_pylist() for c in ("job", "metric", "variant", "iter", "value", "ts")),
+                strict=True,
+            )
+        }
+        keep = np.ones(table.num_rows, dtype=bool)
+        replaced = []
+        columns = [table.column(c).to_pylist() for c in ("job", "metric", "variant", "iter", "value")]
+        ts_ms = pc.cast(table.column("ts"), pa.int64()).to_pylist()
+        for i, (key, value, ts) in enumerate(zip(zip(*columns[:4], strict=True), columns[4], ts_ms, strict=True)):
+            found = old.get(key)
+            if found is None:
+                continue
+            same_value = found[0] == value or (found[0] != found[0] and value != value)
+            if same_value and found[1] == ts:
+                keep[i] = False
+            else:
+                replaced.append(key)
+        if replaced:
+            source = (
+                f"(SELECT * FROM {self._db}.scalars FINAL WHERE (job, metric, variant, iter) "
+                "IN {replaced:Array(Tuple(String, String, String, Int64))})"
+            )
+            self._engine.command(
+                f"INSERT INTO {self._db}.scalars_rollup {rollup_select(source, sign=-1)}", {"replaced": replaced}
+            )
+        return table if keep.all() else table.filter(pa.array(keep))
+
+
+def _last_per_key(table: pa.Table) -> pa.Table:
+    """Keep only the last row of each (job, metric, variant, iter) within one batch."""
+    counts = table.group_by(["job", "metric", "variant"]).aggregate([("iter", "count"), ("iter", "count_distinct")])
+    if pc.all(pc.equal(counts.column("iter_count"), counts.column("iter_count_distinct"))).as_py():
+        return table
+    seen: set = set()
+    keep = np.zeros(table.num_rows, dtype=bool)
+    keys = list(zip(*(table.column(c).to_pylist() for c in ("job", "metric", "variant", "iter")), strict=True))
+    for i in range(len(keys) - 1, -1, -1):
+        if keys[i] not in seen:
+            seen.add(keys[i])
+            keep[i] = True
+    return table.filter(pa.array(keep))
