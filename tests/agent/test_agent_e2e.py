@@ -52,9 +52,7 @@ def test_run_passes_on_exit_code_3_and_marks_the_worker_failed(env, api):
         "time.sleep(0.5)\n"
         "sys.exit(3)\n"
     )
-    argv = _jobpulse(
-        "run", "--project", "e2e", "--job", "run-exit-3", "--worker", "worker-0", "--interval", "100ms"
-    )
+    argv = _jobpulse("run", "--project", "e2e", "--job", "run-exit-3", "--worker", "worker-0", "--interval", "100ms")
     done = subprocess.run(
         [*argv, "--", sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
@@ -86,9 +84,7 @@ def test_run_success_marks_the_worker_completed(env, api):
 def test_sigterm_reaches_the_command_and_stops_the_worker(env, api):
     argv = _jobpulse("run", "--project", "e2e", "--job", "run-term", "--worker", "w0", "--no-sample")
     code = "import time; print('ready', flush=True); time.sleep(60)"
-    proc = subprocess.Popen(
-        [*argv, "--", sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen([*argv, "--", sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
         proc.send_signal(signal.SIGTERM)
@@ -118,3 +114,21 @@ def test_agent_samples_read_back(env, api):
     assert sum(mem["count"]) == 4  # one sample per tick
     assert min(mem["min"]) > 0
     assert min(mem["t"]) >= int(started) * 1000 - 1000
+
+
+def test_a_script_using_the_sdk_under_run_logs_each_line_once(env, api):
+    code = (
+        "import jobpulse\n"
+        "run = jobpulse.init(project='e2e', job='run-sdk', worker='worker-0')\n"
+        "print('only once')\n"
+        "run.log({'loss': 0.5}, step=1)\n"
+        "run.finish()\n"
+    )
+    argv = _jobpulse("run", "--project", "e2e", "--job", "run-sdk", "--worker", "worker-0", "--no-sample")
+    done = subprocess.run(
+        [*argv, "--", sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert [line["msg"] for line in _logs(api, "run-sdk")].count("only once") == 1
+    points = api.request("GET", "/jp/v1/jobs/run-sdk/scalars/points?metric=loss")
+    assert points["value"] == [0.5]

@@ -81,7 +81,7 @@ class Run:
         tags: Iterable[str] | None = None,
         url: str | None = None,
         api_key: str | None = None,
-        capture_console: bool = True,
+        capture_console: bool | None = None,
         flush_timeout: float | None = None,
         flush_interval: float = 1.0,
         spool_dir: str | Path | None = None,
@@ -107,9 +107,7 @@ class Run:
         self.worker = worker or os.environ.get("JOBPULSE_WORKER") or self.placement.worker
         creds = load_credentials(url, api_key)
         self.url = creds.url
-        self.flush_timeout = (
-            _env_float("JOBPULSE_FLUSH_TIMEOUT", 10.0) if flush_timeout is None else flush_timeout
-        )
+        self.flush_timeout = _env_float("JOBPULSE_FLUSH_TIMEOUT", 10.0) if flush_timeout is None else flush_timeout
         self.delivery: Delivery | None = None
         self.status: str | None = None
 
@@ -122,6 +120,13 @@ class Run:
         self._terminated = False
         self._finish_lock = threading.Lock()
 
+        if capture_console is None:
+            # `jobpulse run` captures the process's output itself and says so with JOBPULSE_CAPTURE_CONSOLE=0.
+            capture_console = os.environ.get("JOBPULSE_CAPTURE_CONSOLE", "1").strip().lower() not in (
+                "0",
+                "false",
+                "no",
+            )
         self._console = Console(self._line)
         if capture_console:
             self._console.start()
@@ -190,13 +195,9 @@ class Run:
 
     def _overflow(self) -> None:
         if self._finished:
-            self._problems(
-                "finished", f"a report call after the run {self.job}/{self.worker} finished is ignored"
-            )
+            self._problems("finished", f"a report call after the run {self.job}/{self.worker} finished is ignored")
         else:
-            self._problems(
-                "queue-full", f"the report queue is full ({self._max_queue} records); records are dropped"
-            )
+            self._problems("queue-full", f"the report queue is full ({self._max_queue} records); records are dropped")
 
     def _current_iter(self, it: int | None) -> int:
         return max(self._next_step - 1, 0) if it is None else it
@@ -287,9 +288,7 @@ class Run:
                 return self.delivery
             self._finished = True
         if status not in STATUSES:
-            self._problems(
-                "bad-status", f"status {status!r} is not one of {', '.join(STATUSES)}; using failed"
-            )
+            self._problems("bad-status", f"status {status!r} is not one of {', '.join(STATUSES)}; using failed")
             status = "failed"
         self.status = status
         self._console.stop()
@@ -322,9 +321,7 @@ class Run:
         data = orjson.dumps(body, default=str, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
         self._q.append((REQUEST, Request(method, path, data, "application/json", "", 0, kind)))
 
-    def _excepthook(
-        self, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
-    ) -> None:
+    def _excepthook(self, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         if not issubclass(exc_type, KeyboardInterrupt):
             self._failure = "".join(traceback.format_exception_only(exc_type, exc)).strip()
         else:

@@ -32,7 +32,8 @@ def init(
     ``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``, ...). The server URL and API key come from
     ``url=``/``api_key=``, ``JOBPULSE_URL``/``JOBPULSE_API_KEY``, or the credentials file.
 
-    Other options (keywords): ``name``, ``capture_console`` (True), ``flush_timeout``
+    Other options (keywords): ``name``, ``capture_console`` (True unless
+    ``JOBPULSE_CAPTURE_CONSOLE=0``, which ``jobpulse run`` sets), ``flush_timeout``
     (``JOBPULSE_FLUSH_TIMEOUT`` or 10 s: the longest wait at exit), ``flush_interval`` (1 s),
     ``spool_dir`` (``JOBPULSE_SPOOL_DIR`` or ``~/.cache/jobpulse/spool``), ``spool_max_bytes``
     (1 GiB per worker), ``replay_spool`` (True: send what dead processes left in the spool),
