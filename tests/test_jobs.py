@@ -112,16 +112,19 @@ def test_update_changes_description_fields(client):
 
 
 def test_delete_removes_the_job_and_all_its_data(client):
-    post_columns(client, scalar_series("j1", "loss", [1.0, 2.0]))
+    post_columns(client, scalar_series("j1", "loss", [1.0] * 1000))
     post_columns(client, scalar_series("j2", "loss", [5.0]))
     client.put("/jp/v1/jobs/j1/files/a.txt", content=b"hello")
     assert client.delete("/jp/v1/jobs/j1").json() == {"deleted": "j1"}
     assert client.get("/jp/v1/jobs/j1").status_code == 404
     assert client.get("/jp/v1/jobs/j1/files/a.txt").status_code == 404
     assert [j["job"] for j in client.get("/jp/v1/jobs").json()["jobs"]] == ["j2"]
-    # a new job with the old id starts empty
+    # a new job with the old id starts empty, charts included
     post_columns(client, scalar_series("j1", "acc", [0.5]))
-    assert [m["metric"] for m in client.get("/jp/v1/jobs/j1/scalars").json()["metrics"]] == ["acc"]
+    post_columns(client, scalar_series("j1", "loss", [9.0] * 1000))
+    assert [m["metric"] for m in client.get("/jp/v1/jobs/j1/scalars").json()["metrics"]] == ["acc", "loss"]
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 2}).json()
+    assert chart["series"][0]["mean"] == [9.0, 9.0] and sum(chart["series"][0]["count"]) == 1000
     assert client.get("/jp/v1/jobs/j2/scalars/points", params={"metric": "loss"}).json()["value"] == [5.0]
 
 

@@ -1,0 +1,452 @@
+"""Reading scalars and vectors: histograms, raw points, latest and single values, metric catalogues.
+
+- ``scalar_metrics_iter_histogram``: per metric and variant, ``x`` and ``y`` of at most ``samples`` points
+  (default 6000) over ``key`` = ``iter`` (default), ``timestamp`` (epoch ms) or ``iso_time``. A variant with
+  no more points than ``samples`` (or ``samples=0``) gives every point; otherwise the metric's x-range is cut
+  into ``samples`` buckets of one width and each bucket gives its first x and the mean of its finite values (a
+  bucket of one point gives that point's own x). Iterations 0-99 with ``samples=10`` give x = 0, 10, ..., 90,
+  each y the mean of its ten values. Single values (iteration -2^31) are left out, as ClearML does.
+- ``multi_task_scalar_metrics_iter_histogram`` (at most 100 tasks): the same, with one x-range and one bucket
+  width shared by all tasks, so their curves line up.
+- ``scalar_metrics_iter_raw``: every point of a metric's variants, ``batch_size`` (default 10,000, at most
+  200,000) per call, with a signed cursor; ``total`` is exact when ``count_total``.
+- ``get_task_latest_scalar_values``: ``last_value`` (at the highest iteration) and ``last_100_value`` (the
+  mean of the finite values among the last 100 iterations) of every variant, whatever their sign.
+- Values are 64-bit floats; NaN and infinities are answered as null.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ...ingest.parse import ITER_MIN
+from ...store import Job
+from ...store.scalars import MAX_BUCKETS, MAX_PAGE
+from . import mapping
+from .dispatch import Call
+from .envelope import FIELDS_VALUE_ERROR, INVALID_SCROLL_ID, ClearmlError
+from .params import choice, flag, integer, objects, required, strings, text
+from .params import mapping as obj
+
+MAX_TASKS = 100
+DEFAULT_SAMPLES = 6000
+RAW_SCROLL = "clearml-raw"
+DATA_SCROLL = "clearml-scalar-data"
+KEYS = ("iter", "timestamp", "iso_time")
+
+
+def model_events(call: Call) -> bool:
+    return call.since("2.22") and flag(call.data, "model_events")
+
+
+def _float(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def _floats(values: Any) -> list:
+    return [_float(v) for v in (values.tolist() if isinstance(values, np.ndarray) else values)]
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def metric_variants(call: Call, name: str = "metrics", since: str = "2.14") -> dict[str, list[str] | None] | None:
+    """``metrics: [{metric, variants}]`` of a request as {metric: variants or None for all}."""
+    if not call.since(since):
+        return None
+    items = objects(call.data, name)
+    if not items:
+        return None
+    out: dict[str, list[str] | None] = {}
+    for item in items:
+        metric = item.get("metric")
+        if not isinstance(metric, str):
+            raise ClearmlError(FIELDS_VALUE_ERROR, f"each entry of '{name}' needs a 'metric' string", field=name)
+        variants = item.get("variants") or None
+        if variants is None or (metric in out and out[metric] is None):
+            out[metric] = None
+        else:
+            out[metric] = [*(out.get(metric) or []), *variants]
+    return out
+
+
+# -- histograms ----------------------------------------------------------------------------------------------
+
+
+def _catalogue(call: Call, jobs: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """metric -> variant -> {points, first_iter, last_iter} over ``jobs`` (points: the largest per job)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for job in jobs:
+        for entry in call.ctx.store.scalars.metrics(job):
+            for variant in entry["variants"]:
+                seen = out.setdefault(entry["metric"], {}).setdefault(
+                    variant["variant"],
+                    {"points": 0, "first_iter": variant["first_iter"], "last_iter": variant["last_iter"]},
+                )
+                seen["points"] = max(seen["points"], variant["points"])
+                seen["first_iter"] = min(seen["first_iter"], variant["first_iter"])
+                seen["last_iter"] = max(seen["last_iter"], variant["last_iter"])
+    return out
+
+
+def _x(values: list[int], key: str) -> list:
+    return [_iso(v) for v in values] if key == "iso_time" else values
+
+
+def _raw(call: Call, job: str, metric: str, variants: list[str], key: str) -> dict[str, dict[str, list]] | None:
+    """Every point of the variants (None when there are too many to send whole)."""
+    out: dict[str, dict[str, list]] = {}
+    for variant in variants:
+        cols, nxt = call.ctx.store.scalars.page(job, metric, variant=variant, limit=MAX_PAGE)
+        if nxt is not None:
+            return None
+        keep = [i for i, it in enumerate(cols["iter"]) if it != ITER_MIN]
+        xs = [cols["iter"][i] if key == "iter" else cols["ts"][i] for i in keep]
+        ys = [cols["value"][i] for i in keep]
+        if key != "iter":
+            pairs = sorted(zip(xs, ys, strict=True), key=lambda p: p[0])
+            xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+        if xs:
+            out[variant] = {"x": _x(xs, key), "y": _floats(ys)}
+    return out
+
+
+def _bucketed(
+    call: Call, jobs: list[str], metric: str, variants: list[str], key: str, samples: int, x_min: int | None
+) -> dict[tuple[str, str], dict[str, list]]:
+    chart = call.ctx.store.scalars.chart(
+        jobs,
+        metric,
+        variants=variants,
+        axis="iter" if key == "iter" else "time",
+        buckets=min(samples, MAX_BUCKETS),
+        x_min=x_min,
+    )
+    out = {}
+    for series in chart["series"]:
+        xs = [
+            first if count == 1 else x
+            for x, first, count in zip(series["x"], series["x_first"], series["count"], strict=True)
+        ]
+        out[(series["job"], series["variant"])] = {"x": _x(xs, key), "y": _floats(series["mean"])}
+    return out
+
+
+def histograms(
+    call: Call, jobs: list[str], samples: int, key: str, wanted: dict[str, list[str] | None] | None
+) -> dict[str, dict[str, dict[str, dict]]]:
+    """metric -> variant -> job -> {x, y}: the histograms of ``jobs`` on shared buckets."""
+    out: dict[str, dict[str, dict[str, dict]]] = {}
+    for metric, variants in sorted(_catalogue(call, jobs).items()):
+        if wanted is not None and metric not in wanted:
+            continue
+        names = sorted(
+            v
+            for v, info in variants.items()
+            if info["last_iter"] != ITER_MIN
+            and (wanted is None or wanted[metric] is None or v in (wanted[metric] or []))
+        )
+        if not names:
+            continue
+        raw = None
+        if samples == 0 or all(variants[v]["points"] <= samples for v in names):
+            raw = {job: _raw(call, job, metric, names, key) for job in jobs}
+        if raw is not None and all(r is not None for r in raw.values()):
+            for job, per_variant in raw.items():
+                for variant, data in (per_variant or {}).items():
+                    out.setdefault(metric, {}).setdefault(variant, {})[job] = data
+            continue
+        lows = [variants[v]["first_iter"] for v in names if variants[v]["first_iter"] != ITER_MIN]
+        x_min = (min(lows) if lows else ITER_MIN + 1) if key == "iter" else None
+        for (job, variant), data in _bucketed(call, jobs, metric, names, key, samples or MAX_BUCKETS, x_min).items():
+            out.setdefault(metric, {}).setdefault(variant, {})[job] = data
+    return out
+
+
+def _samples_and_key(call: Call) -> tuple[int, str]:
+    samples = integer(call.data, "samples", DEFAULT_SAMPLES, minimum=0)
+    key = choice(call.data, "key", KEYS, "iter")
+    return samples if samples is not None else DEFAULT_SAMPLES, key or "iter"
+
+
+def scalar_metrics_iter_histogram(call: Call) -> dict[str, Any]:
+    job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"), model=model_events(call))
+    samples, key = _samples_and_key(call)
+    data = histograms(call, [job.job], samples, key, metric_variants(call))
+    return {
+        metric: {variant: {"name": variant, **per_job[job.job]} for variant, per_job in variants.items()}
+        for metric, variants in data.items()
+    }
+
+
+def _task_list(call: Call, name: str = "tasks") -> list[str]:
+    ids = strings(call.data, name, required_=True, split_commas=True) or []
+    if len(ids) > MAX_TASKS:
+        raise ClearmlError(FIELDS_VALUE_ERROR, f"'{name}' names at most {MAX_TASKS} tasks, got {len(ids)}", field=name)
+    return list(dict.fromkeys(ids))
+
+
+def multi_task_scalar_metrics_iter_histogram(call: Call) -> dict[str, Any]:
+    ids = _task_list(call)
+    jobs = mapping.jobs_for(call.ctx, call.caller, ids, model=model_events(call))
+    samples, key = _samples_and_key(call)
+    data = histograms(call, ids, samples, key, metric_variants(call, since="2.22"))
+    return {
+        "metrics": {
+            metric: {
+                variant: {job: {"name": jobs[job].name, **xy} for job, xy in per_job.items()}
+                for variant, per_job in variants.items()
+            }
+            for metric, variants in data.items()
+        }
+    }
+
+
+# -- latest and single values --------------------------------------------------------------------------------
+
+
+def get_task_latest_scalar_values(call: Call) -> dict[str, Any]:
+    job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"))
+    store = call.ctx.store.scalars
+    means = {(r["metric"], r["variant"]): r["mean"] for r in store.recent_mean(job.job, 100)}
+    metrics: dict[str, list[dict[str, Any]]] = {}
+    last_iter, last_ts = 0, 0
+    for row in store.latest([job.job]):
+        metrics.setdefault(row["metric"], []).append(
+            {
+                "name": row["variant"],
+                "last_value": _float(row["value"]),
+                "last_100_value": _float(means.get((row["metric"], row["variant"]))),
+            }
+        )
+        if row["iter"] != ITER_MIN:
+            last_iter = max(last_iter, row["iter"])
+        last_ts = max(last_ts, row["ts"] or 0)
+    return {
+        "metrics": [{"name": m, "variants": v} for m, v in metrics.items()],
+        "last_iter": last_iter,
+        "name": job.name,
+        "status": mapping.task_status(job),
+        "last_timestamp": last_ts or None,
+    }
+
+
+def get_task_single_value_metrics(call: Call) -> dict[str, Any]:
+    ids = _task_list(call)
+    jobs = mapping.jobs_for(call.ctx, call.caller, ids, model=model_events(call))
+    wanted = metric_variants(call, since="2.22")
+    values: dict[str, list[dict[str, Any]]] = {job: [] for job in ids}
+    for row in call.ctx.store.scalars.at_iter(ids, ITER_MIN):
+        variants = wanted.get(row["metric"], []) if wanted is not None else None
+        if wanted is not None and (row["metric"] not in wanted or (variants and row["variant"] not in variants)):
+            continue
+        values[row["job"]].append(
+            {
+                "metric": row["metric"],
+                "variant": row["variant"],
+                "value": _float(row["value"]),
+                "timestamp": row["ts"],
+            }
+        )
+    return {"tasks": [{"task": job, "task_name": jobs[job].name, "values": values[job]} for job in ids if values[job]]}
+
+
+# -- catalogues ----------------------------------------------------------------------------------------------
+
+
+def _variants_by_metric(call: Call, job: Job, kind: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    if kind == "scalar":
+        for entry in call.ctx.store.scalars.metrics(job.job):
+            out[entry["metric"]] = [v["variant"] for v in entry["variants"]]
+    else:
+        for row in call.ctx.store.events.metrics(job.job, kind):
+            out.setdefault(row["metric"], []).append(row["variant"])
+    return out
+
+
+def get_scalar_metrics_and_variants(call: Call) -> dict[str, Any]:
+    job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"), model=model_events(call))
+    return {"metrics": _variants_by_metric(call, job, "scalar")}
+
+
+def get_vector_metrics_and_variants(call: Call) -> dict[str, Any]:
+    job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"), model=model_events(call))
+    return {"metrics": [{"metric": m, "variants": v} for m, v in _variants_by_metric(call, job, "vector").items()]}
+
+
+EVENT_KINDS = {
+    "training_stats_scalar": "scalar",
+    "training_stats_vector": "vector",
+    "plot": "plot",
+    "training_debug_image": "image",
+    "log": "log",
+}
+
+
+def get_task_metrics(call: Call) -> dict[str, Any]:
+    ids = strings(call.data, "tasks", required_=True) or []
+    jobs = mapping.jobs_for(call.ctx, call.caller, ids, model=model_events(call))
+    event_type = choice(call.data, "event_type", tuple(EVENT_KINDS))
+    kinds = [EVENT_KINDS[event_type]] if event_type else ["scalar", "vector", "plot", "image"]
+    out = []
+    for task in dict.fromkeys(ids):
+        names: set[str] = set()
+        for kind in kinds:
+            if kind != "log":
+                names.update(_variants_by_metric(call, jobs[task], kind))
+        out.append({"task": task, "metrics": sorted(names)})
+    return {"metrics": out}
+
+
+def vector_metrics_iter_histogram(call: Call) -> dict[str, Any]:
+    job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"), model=model_events(call))
+    metric = text(call.data, "metric", required_=True)
+    variant = text(call.data, "variant", required_=True)
+    iterations, vectors = [], []
+    after = None
+    while True:
+        rows = call.ctx.store.events.read(job.job, "vector", metric=metric, variant=variant, limit=1000, after=after)
+        for row in rows:
+            iterations.append(row["iter"])
+            vectors.append(orjson.loads(row["payload"]) if row["payload"] else [])
+        if len(rows) < 1000:
+            break
+        after = (rows[-1]["metric"], rows[-1]["variant"], rows[-1]["iter"], rows[-1]["key"])
+    return {"metric": metric, "variant": variant, "vectors": vectors, "iterations": iterations}
+
+
+# -- raw points ----------------------------------------------------------------------------------------------
+
+
+def scalar_event(
+    job: str, metric: str, variant: str, iteration: int, ts: int, value: float, worker: str = ""
+) -> dict[str, Any]:
+    event = {
+        "timestamp": ts,
+        "type": "training_stats_scalar",
+        "task": job,
+        "iter": iteration,
+        "metric": metric,
+        "variant": variant,
+        "value": _float(value),
+    }
+    if worker:
+        event["worker"] = worker
+    return event
+
+
+def _pages(
+    call: Call, job: str, metric: str, variants: list[str] | None, after: tuple[str, int] | None, limit: int
+) -> tuple[dict[str, list], tuple[str, int] | None]:
+    """Points of ``variants`` (all when None) in (variant, iter) order after ``after``, and what follows."""
+    store = call.ctx.store.scalars
+    if variants is None:
+        return store.page(job, metric, after=after, limit=limit)
+    merged: dict[str, list] = {"variant": [], "iter": [], "ts": [], "value": []}
+    for variant in sorted(set(variants)):
+        if after is not None and variant < after[0]:
+            continue
+        remaining = limit - len(merged["iter"])
+        cols, _ = store.page(
+            job,
+            metric,
+            variant=variant,
+            after=after if after and after[0] == variant else None,
+            limit=remaining,
+        )
+        for name in merged:
+            merged[name].extend(list(cols[name]))
+        if len(merged["iter"]) >= limit:
+            return merged, (merged["variant"][-1], merged["iter"][-1])
+    return merged, None
+
+
+def scalar_metrics_iter_raw(call: Call) -> dict[str, Any]:
+    job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"), model=model_events(call)).job
+    spec = obj(call.data, "metric") or {}
+    metric = text(spec, "metric", required_=True)
+    variants = strings(spec, "variants") or None
+    key = choice(call.data, "key", ("iter", "timestamp"), "iter")
+    size = integer(call.data, "batch_size", 10_000, minimum=0) or 10_000
+    size = min(size, MAX_PAGE)
+    total, after = None, None
+    scroll_id = text(call.data, "scroll_id")
+    if scroll_id:
+        state = _scroll(call, RAW_SCROLL, scroll_id, job)
+        if state.get("end"):
+            return {"variants": {}, "total": state["total"], "returned": 0, "scroll_id": scroll_id}
+        metric, variants, key, total = state["m"], state["v"], state["k"], state["total"]
+        after = tuple(state["a"]) if state.get("a") else None
+    elif flag(call.data, "count_total"):
+        total = call.ctx.store.scalars.count([job], metric, variants)
+    cols, nxt = _pages(call, job, metric, variants, after, size)
+    out: dict[str, dict[str, list]] = {}
+    xs = cols["iter"] if key == "iter" else cols["ts"]
+    for variant, x, y in zip(cols["variant"], xs, _floats(cols["value"]), strict=True):
+        entry = out.setdefault(variant, {"y": [], key: []})
+        entry["y"].append(y)
+        entry[key].append(x)
+    state = {
+        "task": job,
+        "m": metric,
+        "v": variants,
+        "k": key,
+        "total": total,
+        "a": list(nxt) if nxt else None,
+        "end": nxt is None,
+    }
+    return {
+        "variants": out,
+        "total": total,
+        "returned": len(cols["iter"]),
+        "scroll_id": call.ctx.signer.sign(RAW_SCROLL, state, ttl_s=7 * 86_400),
+    }
+
+
+def _scroll(call: Call, purpose: str, scroll_id: str, job: str) -> dict[str, Any]:
+    try:
+        state = call.ctx.signer.verify(purpose, scroll_id, field="scroll_id")
+    except Exception:
+        raise ClearmlError(INVALID_SCROLL_ID, "invalid scroll id", scroll_id=scroll_id) from None
+    if state.get("task") != job:
+        raise ClearmlError(INVALID_SCROLL_ID, "the scroll id belongs to another task or query", scroll_id=scroll_id)
+    return state
+
+
+def get_scalar_metric_data(call: Call) -> dict[str, Any]:
+    """Every point of one metric (all its variants) as scalar events, 10,000 a call, with a scroll id."""
+    job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"), model=model_events(call)).job
+    metric = text(call.data, "metric", required_=True)
+    assert metric is not None
+    scroll_id = text(call.data, "scroll_id")
+    after, total = None, None
+    if scroll_id:
+        state = _scroll(call, DATA_SCROLL, scroll_id, job)
+        if state.get("end") or state.get("m") != metric:
+            return {"events": [], "returned": 0, "total": state["total"], "scroll_id": scroll_id}
+        after, total = tuple(state["a"]), state["total"]
+    if total is None:
+        total = call.ctx.store.scalars.count([job], metric)
+    cols, nxt = call.ctx.store.scalars.page(job, metric, after=after, limit=10_000)
+    events = [
+        scalar_event(job, metric, v, i, t, x)
+        for v, i, t, x in zip(cols["variant"], cols["iter"], cols["ts"], cols["value"].tolist(), strict=True)
+    ]
+    answer: dict[str, Any] = {"events": events, "returned": len(events), "total": total, "scroll_id": None}
+    if not (call.since("2.16") and flag(call.data, "no_scroll")):
+        state = {
+            "task": job,
+            "m": metric,
+            "total": total,
+            "a": list(nxt) if nxt else None,
+            "end": nxt is None,
+        }
+        answer["scroll_id"] = call.ctx.signer.sign(DATA_SCROLL, state, ttl_s=7 * 86_400)
+    return answer
