@@ -593,6 +593,4 @@ def _coalesce(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _to_arrow(table: str, chunk: dict[str, Any]) -> pa.Table:
-    n = len(chunk["ts"])
-    full = {k: (v if isinstance(v, (list, np.ndarray)) else [v] * n) for k, v in chunk.items()}
-    return columns_to_arrow(table, full)
+    return columns_to_arrow(table, chunk, rows=len(chunk["ts"]))

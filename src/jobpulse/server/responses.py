@@ -38,10 +38,10 @@ def float_text(value: float | None) -> float | str | None:
     return "NaN" if value != value else _NONFINITE[value]
 
 
-def floats(values: Iterable[float | None] | np.ndarray) -> list:
+def floats(values: Iterable[float | None] | np.ndarray) -> list | np.ndarray:
     """A list of floats for JSON, keeping non-finite values as text (JSON has no literal for them)."""
     if isinstance(values, np.ndarray):
         if np.isfinite(values).all():
-            return values.tolist()
+            return values  # orjson writes a numpy array directly
         values = values.tolist()
     return [float_text(v) for v in values]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 _MS = pa.timestamp("ms", tz="UTC")
@@ -111,7 +112,18 @@ def rows_to_arrow(table: str, rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SCHEMAS[table])
 
 
-def columns_to_arrow(table: str, columns: dict[str, Any]) -> pa.Table:
-    """The hot path: whole columns (lists or numpy arrays) to a table of ``table``'s schema."""
+def columns_to_arrow(table: str, columns: dict[str, Any], rows: int | None = None) -> pa.Table:
+    """The hot path: whole columns (lists or numpy arrays) to a table of ``table``'s schema.
+
+    A column given as a single value (a series' job, metric or worker) is repeated ``rows`` times
+    in Arrow, without building a Python list of copies.
+    """
     schema = SCHEMAS[table]
-    return pa.Table.from_arrays([pa.array(columns[f.name], type=f.type) for f in schema], schema=schema)
+    arrays = []
+    for f in schema:
+        value = columns[f.name]
+        if rows is not None and not isinstance(value, (list, np.ndarray, pa.Array)):
+            arrays.append(pa.repeat(pa.scalar(value, type=f.type), rows))
+        else:
+            arrays.append(pa.array(value, type=f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
