@@ -68,6 +68,22 @@ def test_list_pages_with_a_cursor_without_repeats(client):
     assert sorted(seen) == [f"job-{i}" for i in range(7)] and len(seen) == 7
 
 
+def test_list_carries_each_jobs_worker_count(client):
+    make_job(client, "j1")
+    client.put("/jp/v1/jobs/j1/workers/worker-0", json={"status": "running"})
+    client.put("/jp/v1/jobs/j1/workers/worker-1", json={"status": "running"})
+    make_job(client, "j2")
+    counts = {j["job"]: j["workers"] for j in client.get("/jp/v1/jobs").json()["jobs"]}
+    assert counts == {"j1": 2, "j2": 0}
+
+
+def test_large_answers_are_gzipped_when_asked(client):
+    post_columns(client, scalar_series("j1", "loss", [float(i) for i in range(5000)]))
+    answer = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"},
+                        headers={"Accept-Encoding": "gzip"})
+    assert answer.headers["content-encoding"] == "gzip" and len(answer.json()["iter"]) == 5000
+
+
 def test_projects_are_listed_with_counts(client):
     make_job(client, "a", "proj")
     make_job(client, "b", "proj")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.responses import Response
 
 from ..errors import JobpulseError
@@ -50,6 +51,8 @@ def create_app(
         files=FileStore(settings.files_dir),
     )
     app.state.error_shapes = []
+    # Chart and heat-map answers are large, repetitive JSON; event streams are left uncompressed.
+    app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=5)
     for module in (ingest, jobs, scalars, logs, system, files, keys, session):
         app.include_router(module.router)
     for extend in _default_extensions() + list(extensions or []):

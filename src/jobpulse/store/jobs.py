@@ -288,6 +288,17 @@ class Jobs:
         ).to_pylist()
         return [Worker(**row) for row in rows]
 
+    def worker_counts(self, jobs: list[str]) -> dict[str, int]:
+        """How many workers each of ``jobs`` has."""
+        if not jobs:
+            return {}
+        rows = self._engine.query(
+            f"SELECT job, count() AS n FROM {self._db}.workers FINAL "
+            "WHERE job IN {jobs:Array(String)} AND deleted = 0 GROUP BY job",
+            {"jobs": list(jobs)},
+        ).to_pylist()
+        return {row["job"]: int(row["n"]) for row in rows}
+
     def ensure_workers(self, pairs: set[tuple[str, str]], first_seen_ms: dict[str, int]) -> None:
         if not pairs:
             return

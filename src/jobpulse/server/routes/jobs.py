@@ -87,7 +87,8 @@ def list_jobs(
         after = (body["c"], body["j"])
     jobs = ctx.store.jobs.list(projects, status=status, tag=tag, search=q, limit=limit, after=after)
     nxt = ctx.signer.sign("jobs", {"c": jobs[-1].created, "j": jobs[-1].job}) if len(jobs) == limit else None
-    return JSON({"jobs": [j.to_dict() for j in jobs], "next_cursor": nxt})
+    counts = ctx.store.jobs.worker_counts([j.job for j in jobs])
+    return JSON({"jobs": [dict(j.to_dict(), workers=counts.get(j.job, 0)) for j in jobs], "next_cursor": nxt})
 
 
 @router.post(

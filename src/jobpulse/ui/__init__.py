@@ -1,0 +1,20 @@
+"""The web UI: pages for the jobs list, a job, its logs and comparisons.
+
+The pages are plain HTML shells with JavaScript modules (``static/``) that read the native API
+with the browser's session cookie. Charts use Plotly.js from the installed ``plotly`` package,
+so a page needs nothing beyond this server.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from .pages import is_ui_request, render_error, router
+
+
+def install(app: FastAPI) -> None:
+    """Add the UI's pages and assets to ``app``; its errors answer as HTML pages."""
+    from ..server.app import add_error_shape
+
+    app.include_router(router)
+    add_error_shape(app, is_ui_request, render_error)

@@ -1,0 +1,179 @@
+"""The HTML of the UI: one page shell, the login page and the error page."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+import orjson
+
+_ICON = (
+    "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'%3E"
+    "%3Crect width='32' height='32' rx='7' fill='%232563eb'/%3E%3Cpath d='M5 17h6l3-8 4 14 3-6h6' "
+    "fill='none' stroke='white' stroke-width='2.6' stroke-linecap='round' stroke-linejoin='round'/%3E%3C/svg%3E"
+)
+
+# Read before the first paint, so a dark-theme user never sees a white flash.
+_THEME = (
+    "<script>try{var t=localStorage.getItem('jp-theme');if(t)document.documentElement.dataset.theme=t}"
+    "catch(e){}</script>"
+)
+
+_LOGO = (
+    '<a class="brand" href="/"><svg viewBox="0 0 32 32" aria-hidden="true"><rect width="32" height="32" '
+    'rx="7"/><path d="M5 17h6l3-8 4 14 3-6h6"/></svg><span>jobpulse</span></a>'
+)
+
+
+def _head(title: str, static: str, extra: str = "") -> str:
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{escape(title)} · jobpulse</title><link rel="icon" href="{_ICON}">'
+        f'<link rel="stylesheet" href="{static}/style.css">{_THEME}{extra}</head>'
+    )
+
+
+def _topbar(active: str, signed_in: bool) -> str:
+    def link(href: str, label: str, name: str) -> str:
+        current = ' aria-current="page"' if name == active else ""
+        return f'<a href="{href}"{current}>{label}</a>'
+
+    right = (
+        '<button class="icon-btn" id="theme-toggle" type="button" title="Switch light or dark theme" '
+        'aria-label="Switch theme"><span class="theme-icon"></span></button>'
+    )
+    if signed_in:
+        right += (
+            '<form method="post" action="/jp/v1/session/logout" class="logout">'
+            '<button class="btn btn-quiet" type="submit">Sign out</button></form>'
+        )
+    nav = link("/", "Jobs", "jobs") + link("/compare", "Compare", "compare") if signed_in else ""
+    return (
+        f'<header class="topbar"><div class="topbar-inner">{_LOGO}<nav class="mainnav">{nav}</nav>'
+        f'<div class="topbar-right">{right}</div></div></header>'
+    )
+
+
+def _json_script(data: Any) -> str:
+    text = orjson.dumps(data).decode().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return f'<script id="boot" type="application/json">{text}</script>'
+
+
+CHART_BUCKETS = 600  # buckets of a chart request; the pages read it from the boot data
+
+# Starts the page's first API requests while its modules load; ``api.js`` takes the responses over. On
+# the job page's default view it also asks for the first charts as soon as the metric list arrives, and
+# only then runs Plotly.js (already downloading): running it blocks the page for a while, and the
+# chart queries should be on their way by then.
+_PREFETCH = (
+    "<script>(()=>{{const started=window.__jpPrefetch={{}};"
+    "const get=p=>fetch(p,{{credentials:'same-origin',headers:{{Accept:'application/json'}}}});"
+    "for(const p of [...{paths},...({by_hash}[location.hash]||[])])started[p]=get(p);"
+    "const cat={catalog},lib={plotly};"
+    "const run=()=>{{if(!lib||document.getElementById('plotly-js'))return;const s=document.createElement('script');"
+    "s.src=lib;s.async=true;s.id='plotly-js';document.head.append(s)}};"
+    "if(!cat||location.search||(location.hash&&location.hash!=='#metrics')){{run();return}}"
+    "started[cat].then(r=>r.ok?r.clone().json():null).then(c=>{{if(!c)return;"
+    "for(const m of c.metrics.slice(0,2)){{const p=cat+'/chart?'+new URLSearchParams("
+    "{{metric:m.metric,axis:'iter',buckets:'{buckets}'}});started[p]=get(p)}}}}).catch(()=>{{}}).finally(run)}})()"
+    "</script>"
+)
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode().replace("<", "\\u003c")
+
+
+def shell(
+    *,
+    title: str,
+    page: str,
+    static: str,
+    boot: dict[str, Any],
+    plotly: str | None,
+    modules: Sequence[str] = (),
+    prefetch: Sequence[str] = (),
+    charts_of: str | None = None,
+    by_hash: dict[str, list[str]] | None = None,
+) -> str:
+    """A page whose content the ``page`` module draws from the API.
+
+    ``prefetch`` names API paths to request at once; ``charts_of`` (a job's ``/scalars`` path, which must
+    be among them) also requests the first charts of that job; ``by_hash`` adds paths for a URL fragment.
+    """
+    extra = "".join(f'<link rel="modulepreload" href="{static}/{name}">' for name in [f"{page}.js", *modules])
+    if plotly and charts_of:
+        extra += f'<link rel="preload" as="script" href="{plotly}">'
+    elif plotly:
+        extra += f'<script src="{plotly}" async id="plotly-js"></script>'
+    if prefetch:
+        extra += _PREFETCH.format(
+            paths=_json_text(list(prefetch)),
+            catalog=_json_text(charts_of),
+            plotly=_json_text(plotly if charts_of else None),
+            buckets=CHART_BUCKETS,
+            by_hash=_json_text(by_hash or {}),
+        )
+    active = "compare" if page == "compare" else "jobs"
+    boot = {**boot, "page": page, "plotly": plotly, "buckets": CHART_BUCKETS}
+    return (
+        f'{_head(title, static, extra)}<body data-page="{page}">{_topbar(active, True)}'
+        f'<main id="app" class="page page-{page}" aria-busy="true"></main>{_json_script(boot)}'
+        f'<script type="module" src="{static}/{page}.js"></script></body></html>'
+    )
+
+
+def login_page(*, static: str, next_url: str, message: str = "") -> str:
+    """The sign-in page shown to a browser without a session."""
+    note = (
+        f'<p class="form-error" role="alert">{escape(message)}</p>'
+        if message
+        else '<p class="form-error" role="alert" hidden></p>'
+    )
+    return (
+        f'{_head("Sign in", static)}<body class="login-body">{_topbar("", False)}'
+        '<main class="login"><div class="card login-card">'
+        "<h1>Sign in to jobpulse</h1>"
+        '<p class="muted">Open the one-time link printed by <code>jobpulse login</code> on a machine that '
+        "holds your credentials, or paste an API key.</p>"
+        '<form id="login-form" method="post" action="/jp/v1/session">'
+        '<label for="api_key">API key</label>'
+        '<input id="api_key" name="api_key" type="password" autocomplete="current-password" '
+        'placeholder="jp_…" required autofocus>'
+        f'<input type="hidden" name="next" value="{escape(next_url)}">{note}'
+        '<button class="btn btn-primary" type="submit">Sign in</button></form></div></main>'
+        f'<script type="module" src="{static}/login.js"></script></body></html>'
+    )
+
+
+_TITLES = {
+    400: "That request is not valid",
+    401: "Sign-in needed",
+    403: "No access",
+    404: "Not found",
+    405: "Not allowed",
+    409: "Conflict",
+    413: "Too large",
+    500: "Something went wrong",
+    503: "Storage unavailable",
+}
+
+
+def error_page(*, static: str, status: int, message: str, signed_in: bool = True) -> str:
+    """A plain page saying what went wrong; never a stack trace."""
+    title = _TITLES.get(status, "Something went wrong")
+    if status >= 500:
+        hint = "The server could not answer this page. Try again in a moment; the server log has the details."
+    elif status == 404:
+        hint = "It may have been deleted, or it belongs to a project your key cannot see."
+    else:
+        hint = ""
+    hint_html = f'<p class="muted">{escape(hint)}</p>' if hint else ""
+    return (
+        f"{_head(title, static)}<body>{_topbar('', signed_in)}"
+        f'<main class="page error-page"><div class="card empty-state"><div class="status-code">{status}</div>'
+        f'<h1>{escape(title)}</h1><p class="error-message">{escape(message)}</p>{hint_html}'
+        '<p><a class="btn" href="/">Back to all jobs</a></p></div></main></body></html>'
+    )

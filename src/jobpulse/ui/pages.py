@@ -1,0 +1,152 @@
+"""Routes of the UI: the pages, their static files and Plotly.js, and the UI's error page."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from starlette.responses import HTMLResponse, Response
+
+from ..errors import Unauthorized
+from ..server.context import context
+from ..store import ApiKey
+from ..store.jobs import check_job
+from . import assets, html
+
+router = APIRouter(include_in_schema=False)
+
+_PAGE = re.compile(r"^/(?:$|jobs(?:/|$)|compare/?$|ui/|login$)")
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
+def is_ui_request(request: Request) -> bool:
+    """Whether ``request`` is for a page or asset of the UI (its errors then answer as HTML)."""
+    return bool(_PAGE.match(request.url.path))
+
+
+def static_prefix() -> str:
+    return f"/ui/static/{assets.version()}"
+
+
+def plotly_url() -> str:
+    import plotly
+
+    return f"/ui/vendor/plotly-{plotly.__version__}.min.js"
+
+
+def render_error(status: int, code: str, message: str, field: str | None) -> Response:
+    """The UI's single error shape: an HTML page with the status and a plain message."""
+    if status >= 500:
+        message = "The server failed to answer this page."
+    body = html.error_page(static=static_prefix(), status=status, message=message)
+    return HTMLResponse(body, status_code=status, headers=_NO_STORE)
+
+
+def _key(request: Request) -> ApiKey | None:
+    try:
+        return context(request).access.native_key(request)
+    except Unauthorized:
+        return None
+
+
+def _login(request: Request) -> HTMLResponse:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    message = "Your session has ended; sign in again." if request.cookies.get("jobpulse_session") else ""
+    return HTMLResponse(
+        html.login_page(static=static_prefix(), next_url=target, message=message), status_code=401, headers=_NO_STORE
+    )
+
+
+def _page(
+    title: str,
+    page: str,
+    boot: dict,
+    charts: bool = True,
+    prefetch: Sequence[str] = (),
+    charts_of: str | None = None,
+    by_hash: dict[str, list[str]] | None = None,
+) -> HTMLResponse:
+    body = html.shell(
+        title=title,
+        page=page,
+        static=static_prefix(),
+        boot=boot,
+        plotly=plotly_url() if charts else None,
+        modules=assets.module_deps(f"{page}.js"),
+        prefetch=prefetch,
+        charts_of=charts_of,
+        by_hash=by_hash,
+    )
+    return HTMLResponse(body, headers=_NO_STORE)
+
+
+@router.get("/")
+def jobs_page(request: Request) -> Response:
+    if _key(request) is None:
+        return _login(request)
+    first = ["/jp/v1/jobs?limit=50", "/jp/v1/projects"] if not request.url.query else []
+    return _page("Jobs", "jobs", {}, charts=False, prefetch=first)
+
+
+def _job_or_raise(request: Request, key: ApiKey, job: str) -> dict:
+    check_job(job)
+    found = context(request).access.job(key, job)
+    return {"job": found.job, "project": found.project, "name": found.name}
+
+
+@router.get("/jobs/{job}")
+def job_page(request: Request, job: str) -> Response:
+    key = _key(request)
+    if key is None:
+        return _login(request)
+    boot = _job_or_raise(request, key, job)
+    api = f"/jp/v1/jobs/{quote(job, safe='')}"
+    return _page(
+        boot["name"] or job,
+        "job",
+        boot,
+        prefetch=[api, f"{api}/scalars"],
+        charts_of=f"{api}/scalars",
+        by_hash={"#system": [f"{api}/system"]},
+    )
+
+
+@router.get("/jobs/{job}/logs")
+def logs_page(request: Request, job: str) -> Response:
+    key = _key(request)
+    if key is None:
+        return _login(request)
+    boot = _job_or_raise(request, key, job)
+    api = f"/jp/v1/jobs/{quote(job, safe='')}"
+    first = [api, f"{api}/logs/workers"] + ([] if request.url.query else [f"{api}/logs?start=tail&limit=500"])
+    return _page(f"Logs of {boot['name'] or job}", "logs", boot, charts=False, prefetch=first)
+
+
+@router.get("/compare")
+def compare_page(request: Request, jobs: str = "") -> Response:
+    if _key(request) is None:
+        return _login(request)
+    return _page("Compare", "compare", {"jobs": [j for j in jobs.split(",") if j]})
+
+
+@router.get("/jobs")
+def jobs_alias() -> Response:
+    return Response(status_code=307, headers={"Location": "/"})
+
+
+@router.get("/ui/static/{release}/{name:path}")
+def static_file(request: Request, release: str, name: str) -> Response:
+    current = release == assets.version()
+    cache = "public, max-age=31536000, immutable" if current else "no-cache"
+    return assets.answer(request, f"static:{name}", assets.static_path(name), cache)
+
+
+@router.get("/ui/vendor/{name}")
+def vendor_file(request: Request, name: str) -> Response:
+    if not re.fullmatch(r"plotly-[0-9A-Za-z.+-]+\.min\.js", name):
+        from ..errors import NotFound
+
+        raise NotFound(f"no UI file {quote(name)!r}", field="name")
+    return assets.answer(request, "plotly", assets.plotly_path(), "public, max-age=31536000, immutable")

@@ -1,0 +1,97 @@
+// Formatting of numbers, sizes, times, durations and statuses.
+
+import { h } from "./dom.js";
+
+export function num(value, digits = 4) {
+  if (value === null || value === undefined) return "–";
+  if (typeof value === "string") return value; // "NaN", "Infinity"
+  if (!Number.isFinite(value)) return String(value);
+  const abs = Math.abs(value);
+  if (Number.isInteger(value) && abs < 1e15) return value.toLocaleString("en-US");
+  if (abs !== 0 && (abs >= 1e6 || abs < 1e-3)) return value.toExponential(2);
+  return Number(value.toPrecision(digits)).toLocaleString("en-US", { maximumFractionDigits: 6 });
+}
+
+export function bytes(value) {
+  if (value === null || value === undefined) return "–";
+  const units = ["B", "KB", "MB", "GB", "TB", "PB"];
+  let v = Math.abs(value);
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i += 1; }
+  return `${value < 0 ? "-" : ""}${v >= 100 || i === 0 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`;
+}
+
+export function duration(ms) {
+  if (ms === null || ms === undefined || !Number.isFinite(ms) || ms < 0) return "–";
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(s % 60).padStart(2, "0")}s`;
+  const hr = Math.floor(m / 60);
+  if (hr < 48) return `${hr}h ${String(m % 60).padStart(2, "0")}m`;
+  return `${Math.floor(hr / 24)}d ${hr % 24}h`;
+}
+
+const pad = (n, w = 2) => String(n).padStart(w, "0");
+
+export function dateTime(ms) {
+  if (!ms) return "–";
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+export function clock(ms, millis = false) {
+  const d = new Date(ms);
+  const base = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return millis ? `${base}.${pad(d.getMilliseconds(), 3)}` : base;
+}
+
+export function fullTime(ms) {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clock(ms, true)}`;
+}
+
+export function ago(ms, now = Date.now()) {
+  if (!ms) return "–";
+  const s = Math.round((now - ms) / 1000);
+  if (s < 45) return "just now";
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  return `${Math.round(s / 86400)} d ago`;
+}
+
+export function jobDuration(job, now = Date.now()) {
+  const start = job.started || job.created;
+  if (!start) return null;
+  return (job.ended || (job.status === "running" ? now : job.updated || now)) - start;
+}
+
+export function badge(status) {
+  return h("span", { class: `badge badge-${status || "created"}`, title: `status: ${status}` }, status || "unknown");
+}
+
+// Units of system metrics by name (DESIGN: *_util in %, fractions for ephemeral/cache util).
+export function systemUnit(metric) {
+  if (/^(ephemeral|cache)_util$/.test(metric)) return { scale: 100, suffix: "%", fmt: (v) => `${num(v, 3)}%` };
+  if (/_util$/.test(metric)) return { scale: 1, suffix: "%", fmt: (v) => `${num(v, 3)}%`, max: 100 };
+  if (/_Bps$/.test(metric)) return { scale: 1, suffix: "B/s", fmt: (v) => `${bytes(v)}/s` };
+  if (/_bytes$/.test(metric)) return { scale: 1, suffix: "B", fmt: bytes };
+  if (/_w$/.test(metric)) return { scale: 1, suffix: "W", fmt: (v) => `${num(v, 3)} W` };
+  if (/_c$/.test(metric)) return { scale: 1, suffix: "°C", fmt: (v) => `${num(v, 3)} °C` };
+  if (metric === "cpu_cores") return { scale: 1, suffix: "cores", fmt: (v) => `${num(v, 3)} cores` };
+  return { scale: 1, suffix: "", fmt: (v) => num(v) };
+}
+
+export const SYSTEM_LABELS = {
+  gpu_util: "GPU utilization", gpu_mem_util: "GPU memory", gpu_mem_bytes: "GPU memory used",
+  gpu_power_w: "GPU power", gpu_temp_c: "GPU temperature", npu_util: "NPU utilization", npu_mem_util: "NPU memory",
+  cpu_util: "CPU utilization", cpu_cores: "CPU cores in use", mem_util: "Memory", mem_bytes: "Memory used",
+  net_rx_Bps: "Network received", net_tx_Bps: "Network sent", disk_read_Bps: "Disk read", disk_write_Bps: "Disk write",
+  ephemeral_bytes: "Ephemeral storage", ephemeral_util: "Ephemeral storage used", cache_bytes: "Cache",
+  cache_util: "Cache used",
+};
+
+// Natural order: worker-2 before worker-10.
+export function natural(a, b) {
+  return String(a).localeCompare(String(b), "en", { numeric: true });
+}

@@ -1,0 +1,147 @@
+"""The job page in headless Chromium: charts, zoom, heat map, plots and images, description, missing jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from uitools import DEMO, call, plot_data, screenshot, wait_chart
+
+from jobpulse.testing import ServerProcess
+
+pytestmark = pytest.mark.e2e
+LOSS = '.chart[data-metric="loss"]'
+
+
+def open_job(page: Any, suffix: str = "") -> None:
+    page.goto(f"/jobs/{DEMO}{suffix}")
+    wait_chart(page, LOSS)
+
+
+def test_a_chart_draws_the_downsampled_series_with_its_band(page: Any, ui_server: ServerProcess) -> None:
+    open_job(page)
+    traces = plot_data(page, LOSS)
+    train = next(t for t in traces if t["name"] == "train")
+    band = next(t for t in traces if t["name"] == "train max")
+    assert 100 <= len(train["x"]) <= 1200
+    assert min(train["x"]) < 10 and max(train["x"]) > 2990
+    status, chart = call(ui_server, "GET", f"/jp/v1/jobs/{DEMO}/scalars/chart?metric=loss&variant=train&buckets=1")
+    assert max(band["y"]) == pytest.approx(chart["series"][0]["max"][0])  # the spike survives downsampling
+    assert max(train["y"]) < max(band["y"])
+    assert {t["name"] for t in traces} >= {"train", "val"}
+    page.wait_for_function("document.querySelectorAll('.chart.js-plotly-plot').length >= 4")
+    screenshot(page, "job.png")
+
+
+def test_zooming_fetches_a_finer_series_for_the_range(page: Any) -> None:
+    open_job(page)
+    box = page.locator(f"{LOSS} .nsewdrag").bounding_box()
+    y = box["y"] + box["height"] / 2
+    with page.expect_request(
+        lambda r: "/scalars/chart" in r.url and "metric=loss" in r.url and "x_min=" in r.url
+    ) as req:
+        page.mouse.move(box["x"] + box["width"] * 0.50, y)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.55, y, steps=5)
+        page.mouse.up()
+    query = parse_qs(urlparse(req.value.url).query)
+    lo, hi = int(query["x_min"][0]), int(query["x_max"][0])
+    assert 1000 < lo < hi < 2000
+    page.wait_for_function(f"""() => {{
+        const t = (document.querySelector('{LOSS}').data || []).find(t => t.name === 'train');
+        return t && Math.min(...t.x) >= {lo} && Math.max(...t.x) <= {hi};
+    }}""")
+    train = next(t for t in plot_data(page, LOSS) if t["name"] == "train")
+    assert len(train["x"]) == hi - lo + 1  # one point per step: full resolution inside the zoom
+    assert page.get_by_role("button", name="Reset zoom").is_visible()
+
+
+def test_the_time_axis_and_smoothing(page: Any) -> None:
+    open_job(page)
+    with page.expect_request(lambda r: "/scalars/chart" in r.url and "axis=time" in r.url):
+        page.get_by_role("button", name="Time").click()
+    page.wait_for_function(f"document.querySelector('{LOSS}').layout.xaxis.type === 'date'")
+    page.get_by_label("Smoothing").fill("0.9")
+    page.wait_for_function(f"(document.querySelector('{LOSS}').data || []).some(t => t.name === 'train raw')")
+    traces = plot_data(page, LOSS)
+    raw = next(t for t in traces if t["name"] == "train raw")
+    smooth = next(t for t in traces if t["name"] == "train")
+    spread = lambda ys: max(abs(a - b) for a, b in zip(ys, ys[1:], strict=False))  # noqa: E731
+    assert spread(smooth["y"][100:]) < spread(raw["y"][100:])
+
+
+def test_the_heat_map_has_a_row_per_gpu_and_names_the_slow_one(page: Any) -> None:
+    page.goto(f"/jobs/{DEMO}#system")
+    heat = page.locator(".heatmap[data-rows]")
+    heat.wait_for()
+    [trace] = plot_data(page, ".heatmap")
+    assert trace["type"] == "heatmap"
+    assert len(trace["z"]) == 32 == len(set(trace["y"]))
+    assert "worker-1 · GPU 5" in trace["y"]
+    slow = trace["z"][trace["y"].index("worker-1 · GPU 5")]
+    fast = trace["z"][trace["y"].index("worker-0 · GPU 0")]
+    mean = lambda row: sum(v for v in row if v is not None) / len([v for v in row if v is not None])  # noqa: E731
+    assert mean(slow) < 0.7 * mean(fast)
+    outlier = page.locator('.outlier[data-worker="worker-1"][data-device="5"]')
+    outlier.wait_for()
+    outlier.click()
+    assert page.get_by_label("Worker").input_value() == "worker-1"
+    page.wait_for_function("""() => {
+        const el = document.querySelector('.system-chart .chart[data-metric="gpu_util"]');
+        return el && el.data && el.data.length === 8;
+    }""")
+    page.evaluate("window.scrollTo(0, 0)")
+    page.mouse.move(0, 0)
+    screenshot(page, "job-system.png")
+
+
+def test_plots_and_images_with_step_navigation(page: Any) -> None:
+    page.goto(f"/jobs/{DEMO}#media")
+    plot = page.locator('.media-card[data-kind="plot"]')
+    plot.locator(".plot .main-svg").first.wait_for()
+    [heatmap] = plot_data(page, '.media-card[data-kind="plot"] .plot')
+    assert heatmap["type"] == "heatmap" and len(heatmap["z"]) == 4
+    image = page.locator('.media-card[data-kind="image"] img')
+    image.wait_for()
+    assert image.get_attribute("src") == f"/jp/v1/jobs/{DEMO}/files/samples/batch-3000.png"
+    page.wait_for_function("document.querySelector('.media-card[data-kind=\"image\"] img').naturalWidth === 64")
+    assert page.locator('.media-card[data-kind="image"]').get_attribute("data-iter") == "3000"
+    assert page.locator('.media-card[data-kind="image"]').get_by_label("Next step").is_disabled()
+
+
+def test_the_description_and_storage_usage(page: Any, ui_server: ServerProcess) -> None:
+    page.goto(f"/jobs/{DEMO}#details")
+    page.locator("table.usage").wait_for()
+    facts = page.locator(".facts").inner_text()
+    assert "8x H100 80GB" in facts and "8× H100" in facts
+    status, usage = call(ui_server, "GET", f"/jp/v1/jobs/{DEMO}/usage")
+    usage_text = page.locator("table.usage").inner_text()
+    assert f"{usage['kinds']['system']['rows']:,}" in usage_text
+    assert page.locator("table.workers tbody tr").count() == 4
+    assert "gpu-node-01" in page.locator("table.workers").inner_text()
+
+
+def test_a_failed_job_shows_its_error_message(page: Any, ui_server: ServerProcess) -> None:
+    call(ui_server, "POST", "/jp/v1/jobs", {"project": "demo", "job": "ui-failed", "status": "running"})
+    call(
+        ui_server, "PATCH", "/jp/v1/jobs/ui-failed", {"status": "failed", "error_message": "CUDA error: out of memory"}
+    )
+    page.goto("/jobs/ui-failed")
+    alert = page.locator(".alert-bad")
+    alert.wait_for()
+    assert "Job failed" in alert.inner_text() and "CUDA error: out of memory" in alert.inner_text()
+    assert page.get_by_text("No scalars yet").is_visible()
+
+
+def test_a_missing_or_deleted_job_is_named_plainly(page: Any, ui_server: ServerProcess) -> None:
+    response = page.goto("/jobs/no-such-job")
+    assert response.status == 404
+    assert "job 'no-such-job' does not exist" in page.locator("main").inner_text()
+    call(ui_server, "POST", "/jp/v1/jobs", {"project": "demo", "job": "ui-deleted"})
+    assert call(ui_server, "DELETE", "/jp/v1/jobs/ui-deleted")[0] == 200
+    for path in ("/jobs/ui-deleted", "/jobs/ui-deleted/logs"):
+        response = page.goto(path)
+        assert response.status == 404
+        text = page.locator("main").inner_text()
+        assert "job 'ui-deleted' does not exist" in text and "Traceback" not in text
