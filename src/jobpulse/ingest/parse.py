@@ -570,27 +570,5 @@ def _chunk_len(table: str, chunk: dict) -> int:
     return len(chunk["ts"])
 
 
-def _coalesce(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Merge runs of one-event chunks (JSON lines make one per event) into one chunk each, so that a
-    batch becomes a few Arrow tables of many rows, not one table (and one insert block) per event."""
-    out: list[dict[str, Any]] = []
-    merged: dict[str, list] | None = None
-    for chunk in chunks:
-        n = len(chunk["ts"])
-        if n > 1 or any(isinstance(v, np.ndarray) for v in chunk.values()):
-            merged = None
-            out.append(chunk)
-            continue
-        if merged is None or merged.keys() != chunk.keys():
-            merged = {k: [] for k in chunk}
-            out.append(merged)
-        for k, v in chunk.items():
-            if isinstance(v, list):
-                merged[k].extend(v)
-            else:
-                merged[k].append(v)
-    return out
-
-
 def _to_arrow(table: str, chunk: dict[str, Any]) -> pa.Table:
     return columns_to_arrow(table, chunk, rows=len(chunk["ts"]))

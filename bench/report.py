@@ -1,0 +1,463 @@
+"""Turn the workers' results into bench/RESULTS.md: machine, versions, every figure as median (min-max) over
+the repeats, the ratio of jobpulse to each peer, and the targets of the benchmark with whether they are met.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+# column id -> (system, figure-key suffix added to a row's peer key, heading)
+COLUMNS: list[tuple[str, str, str]] = [
+    ("jobpulse", "jobpulse", "jobpulse"),
+    ("mlflow", "mlflow", "MLflow"),
+    ("aim_local", "aim", "Aim (local repo)"),
+    ("aim_server", "aim", "Aim (aim server)"),
+    ("tensorboard", "tensorboard", "TensorBoard"),
+    ("victoriametrics", "victoriametrics", "VictoriaMetrics"),
+    ("clearml", "clearml", "ClearML (offline)"),
+    ("wandb", "wandb", "W&B (offline)"),
+]
+
+W1 = {
+    "mlflow": "w1.ingest",
+    "aim_local": "w1.ingest.local",
+    "aim_server": "w1.ingest.remote",
+    "tensorboard": "w1.ingest",
+}
+W6 = {
+    "mlflow": "w6.log_call",
+    "aim_local": "w6.log_call.local",
+    "aim_server": "w6.log_call.remote",
+    "tensorboard": "w6.log_call",
+    "clearml": "w6.log_call",
+    "wandb": "w6.log_call",
+}
+
+# label, unit, higher is better, jobpulse key, {column: key}
+ROWS: list[tuple[str, str, bool, str, dict[str, str]]] = [
+    ("1. scalar ingest, HTTP columnar", "points/s", True, "w1.ingest.columnar", W1),
+    ("1. scalar ingest, HTTP JSON lines", "points/s", True, "w1.ingest.jsonl", W1),
+    ("1. scalar ingest, SDK end to end", "points/s", True, "w1.ingest.sdk", W1),
+    (
+        "2. read one metric's full history",
+        "s",
+        False,
+        "w2.read_full",
+        {"mlflow": "w2.read_full", "aim_local": "w2.read_full", "tensorboard": "w2.read_full"},
+    ),
+    (
+        "2. ~1,000-point chart of it",
+        "s",
+        False,
+        "w2.chart",
+        {"mlflow": "w2.chart", "aim_local": "w2.chart", "tensorboard": "w2.chart"},
+    ),
+    (
+        "2. 1,000-point chart of the big series (jobpulse) vs peers' chart above",
+        "s",
+        False,
+        "w2.chart_big",
+        {"mlflow": "w2.chart", "aim_local": "w2.chart", "tensorboard": "w2.chart"},
+    ),
+    (
+        "2. loading the big series / the peers' read-back series",
+        "points/s",
+        True,
+        "w2.ingest_big",
+        {"mlflow": "w2.load", "aim_local": "w2.load", "tensorboard": "w2.load"},
+    ),
+    (
+        "3. ingest of 200 runs x 5 metrics",
+        "points/s",
+        True,
+        "w3.ingest",
+        {"mlflow": "w3.ingest", "aim_local": "w3.ingest", "tensorboard": "w3.ingest"},
+    ),
+    (
+        "3. latest value of every metric of all 200 runs",
+        "s",
+        False,
+        "w3.latest",
+        {"mlflow": "w3.latest", "aim_local": "w3.latest", "tensorboard": "w3.latest"},
+    ),
+    (
+        "4. system metrics ingest (64 GPUs x 10 metrics x 1 h at 1 s)",
+        "samples/s",
+        True,
+        "w4.ingest",
+        {"victoriametrics": "w4.ingest"},
+    ),
+    ("4. per-GPU 1-minute series over the hour", "s", False, "w4.query", {"victoriametrics": "w4.query"}),
+    ("5. log ingest (8 workers)", "lines/s", True, "w5.ingest", {}),
+    ("5. last 1,000 lines of one worker", "s", False, "w5.tail", {}),
+    ("5. search across all workers (1,000 newest matches)", "s", False, "w5.search", {}),
+    ("6. SDK cost of one log() of 5 scalars, sender running", "us/call", False, "w6.log_call", W6),
+    (
+        "7. server memory at rest (PSS)",
+        "bytes",
+        False,
+        "w7.mem_rest",
+        {"mlflow": "w7.mem_rest", "aim_server": "w7.mem_rest", "victoriametrics": "w7.mem_rest"},
+    ),
+    (
+        "7. server memory peak during workload 1 (VictoriaMetrics: workload 4)",
+        "bytes",
+        False,
+        "w7.mem_peak_w1",
+        {"mlflow": "w7.mem_peak_w1", "aim_server": "w7.mem_peak_w1", "victoriametrics": "w7.mem_peak_w4"},
+    ),
+    (
+        "7. disk bytes per million scalar points",
+        "bytes",
+        False,
+        "w7.disk_per_million",
+        {"mlflow": "w7.disk_per_million", "aim_local": "w7.disk_per_million", "tensorboard": "w7.disk_per_million"},
+    ),
+    (
+        "7. install size (package and its dependencies)",
+        "bytes",
+        False,
+        "w7.install_server",
+        {
+            "mlflow": "w7.install_server",
+            "aim_local": "w7.install_server",
+            "tensorboard": "w7.install_server",
+            "victoriametrics": "w7.install_server",
+            "clearml": "w7.install_server",
+            "wandb": "w7.install_server",
+        },
+    ),
+    ("7. install size, jobpulse's SDK and agent alone (the base package)", "bytes", False, "w7.install_sdk", {}),
+]
+
+
+def machine() -> dict[str, str]:
+    info = {"cpu": platform.processor() or platform.machine()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info["cores"] = str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    try:
+        kib = next(
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal:")
+        )
+        info["memory"] = f"{kib / 1024 / 1024:.1f} GiB"
+    except (OSError, StopIteration):
+        info["memory"] = "unknown"
+    try:
+        release = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
+        info["os"] = release.get("PRETTY_NAME", "").strip('"')
+    except OSError:
+        info["os"] = platform.system()
+    info["kernel"] = platform.release()
+    info["python"] = platform.python_version()
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(HERE), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        info["jobpulse commit"] = commit + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def fmt(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value * 1000:.3g} ms" if value < 1 else f"{value:.3g} s"
+    if unit == "bytes":
+        for scale, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if value >= scale:
+                return f"{value / scale:.3g} {name}"
+        return f"{value:.0f} B"
+    if unit == "us/call":
+        return f"{value:.3g} µs"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def summary(entry: dict[str, Any] | None, unit: str) -> str:
+    if not entry or not entry.get("values"):
+        return "—"
+    vals = entry["values"]
+    med = statistics.median(vals)
+    if len(vals) == 1:
+        return fmt(med, unit)
+    return f"{fmt(med, unit)} ({fmt(min(vals), unit)}–{fmt(max(vals), unit)})"
+
+
+def median(results: dict[str, Any], system: str, key: str) -> float | None:
+    entry = results.get(system, {}).get("figures", {}).get(key)
+    if not entry or not entry.get("values"):
+        return None
+    return statistics.median(entry["values"])
+
+
+def ratio(jp: float | None, peer: float | None, higher: bool) -> float | None:
+    if jp is None or peer is None or jp <= 0 or peer <= 0:
+        return None
+    return jp / peer if higher else peer / jp
+
+
+def fmt_ratio(r: float | None) -> str:
+    if r is None:
+        return ""
+    return f" · **×{r:,.0f}**" if r >= 10 else f" · **×{r:.2g}**"
+
+
+def table(results: dict[str, Any]) -> list[str]:
+    cols = [c for c in COLUMNS if c[1] in results]
+    out = ["| workload | unit | " + " | ".join(c[2] for c in cols) + " |", "|---|---|" + "---|" * len(cols)]
+    for label, unit, higher, jp_key, peers in ROWS:
+        jp_entry = results.get("jobpulse", {}).get("figures", {}).get(jp_key)
+        jp = median(results, "jobpulse", jp_key)
+        cells = []
+        for col_id, system, _ in cols:
+            if col_id == "jobpulse":
+                cells.append(summary(jp_entry, unit))
+                continue
+            key = peers.get(col_id)
+            if key is None:
+                cells.append("")
+                continue
+            entry = results.get(system, {}).get("figures", {}).get(key)
+            if entry is None and results.get(system, {}).get("errors"):
+                cells.append("failed (see notes)")
+                continue
+            cells.append(summary(entry, unit) + fmt_ratio(ratio(jp, median(results, system, key), higher)))
+        shown = {"points/s": "points/s", "samples/s": "samples/s", "lines/s": "lines/s"}.get(unit, "")
+        out.append(
+            f"| {label} | {shown or {'s': 'time', 'bytes': 'size', 'us/call': 'time'}[unit]} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return out
+
+
+def _best(results: dict[str, Any], pairs: list[tuple[str, str]], higher: bool) -> tuple[float | None, str]:
+    found = [(median(results, s, k), s + (" " + k.split(".")[-1] if k.count(".") > 1 else "")) for s, k in pairs]
+    found = [(v, name) for v, name in found if v is not None]
+    if not found:
+        return None, "none measured"
+    return (max if higher else min)(found)
+
+
+def targets(results: dict[str, Any]) -> list[str]:
+    rows = ["| target | jobpulse | best peer | achieved | required | met |", "|---|---|---|---|---|---|"]
+
+    def add(
+        name: str,
+        jp_key: str,
+        unit: str,
+        pairs: list[tuple[str, str]],
+        higher: bool,
+        need: float,
+        jp_system: str = "jobpulse",
+    ) -> None:
+        jp = median(results, jp_system, jp_key)
+        best, who = _best(results, pairs, higher)
+        r = ratio(jp, best, higher)
+        met = "—" if r is None else ("yes" if r >= need else "**no**")
+        shown_r = "—" if r is None else f"×{r:,.2f}" if r < 10 else f"×{r:,.0f}"
+        rows.append(
+            f"| {name} | {fmt(jp, unit) if jp is not None else '—'} | "
+            f"{fmt(best, unit) + ' (' + who + ')' if best is not None else who} | {shown_r} | "
+            f"×{need:g} | {met} |"
+        )
+
+    ingest_peers = [("mlflow", "w1.ingest"), ("aim", "w1.ingest.local"), ("aim", "w1.ingest.remote")]
+    add(
+        "scalar ingest, HTTP columnar: 100x the best of MLflow and Aim",
+        "w1.ingest.columnar",
+        "points/s",
+        ingest_peers,
+        True,
+        100,
+    )
+    add(
+        "scalar ingest, HTTP JSON lines: 100x the best of MLflow and Aim",
+        "w1.ingest.jsonl",
+        "points/s",
+        ingest_peers,
+        True,
+        100,
+    )
+    add(
+        "scalar ingest, SDK end to end: 100x the best of MLflow and Aim",
+        "w1.ingest.sdk",
+        "points/s",
+        ingest_peers,
+        True,
+        100,
+    )
+    add(
+        "full-history read: 20x faster than the best peer",
+        "w2.read_full",
+        "s",
+        [("mlflow", "w2.read_full"), ("aim", "w2.read_full"), ("tensorboard", "w2.read_full")],
+        False,
+        20,
+    )
+    add(
+        "1,000-point chart of the big series no slower than the fastest peer's chart of its series",
+        "w2.chart_big",
+        "s",
+        [("mlflow", "w2.chart"), ("aim", "w2.chart"), ("tensorboard", "w2.chart")],
+        False,
+        1,
+    )
+    add(
+        "SDK log(): 20x cheaper than the cheapest peer",
+        "w6.log_call",
+        "us/call",
+        [(c.split("_")[0], k) for c, k in W6.items()],
+        False,
+        20,
+    )
+    add(
+        "disk per million points: at most a tenth of MLflow's",
+        "w7.disk_per_million",
+        "bytes",
+        [("mlflow", "w7.disk_per_million")],
+        False,
+        10,
+    )
+    add(
+        "system-metric ingest: at least half of VictoriaMetrics' rate",
+        "w4.ingest",
+        "samples/s",
+        [("victoriametrics", "w4.ingest")],
+        True,
+        0.5,
+    )
+    add(
+        "1-minute series query: no slower than VictoriaMetrics",
+        "w4.query",
+        "s",
+        [("victoriametrics", "w4.query")],
+        False,
+        1,
+    )
+    return rows
+
+
+def sizes(cfg: dict[str, Any]) -> list[str]:
+    c1, c2, c3, c4, c5, c6 = (cfg[k] for k in ("w1", "w2", "w3", "w4", "w5", "w6"))
+    return [
+        f"- repeats: {cfg['repeats']} (figures are the median, with the range in brackets)",
+        f"- 1: one run, {c1['metrics']} metrics x {c1['steps']:,} steps ({c1['metrics'] * c1['steps']:,} points). "
+        f"jobpulse sends all of them (columnar and JSON-lines requests of {c1['batch_steps']:,} steps of every "
+        f"metric; the SDK: one `log()` of {c1['metrics']} values per step, then `finish()`, timed until "
+        f"delivered). Each peer gets the same stream through its own fastest official path, stopped after "
+        f"{c1['peer_time_s']} s per repeat: its rate is the points it stored in that time "
+        f"(MLflow in metric-major `log_batch` requests of 1,000 points; Aim one `track()` of a dict of "
+        f"{c1['metrics']} per step; TensorBoard one `add_scalar` per point). Peers' ingest is timed until the data "
+        f"is durable and readable (MLflow: acknowledged; Aim: run closed and indexed, and through `aim server` "
+        f"the client's queue drained every 100 steps; TensorBoard: writer closed).",
+        f"- 2: metric m0 of that run ({c1['steps']:,} points) read back in full, and as a chart of "
+        f"{c2['chart_buckets']:,} buckets. Peers read a {c1['steps']:,}-point series of their own (loaded once, "
+        f"its rate shown as 'loading'). jobpulse also charts one series of {c2['big_points']:,} points.",
+        f"- 3: {c3['runs']} runs x {c3['metrics']} metrics x {c3['steps']:,} steps, then the latest value of every "
+        f"metric of all runs. Peers: rounds of 100 (MLflow 40) steps over all runs until {c3['peer_time_s']} s "
+        f"have passed (at least one round).",
+        f"- 4: {c4['gpus']} GPUs ({c4['gpus'] // c4['gpus_per_worker']} workers x {c4['gpus_per_worker']}) x "
+        f"{c4['metrics']} metrics, one sample a second for {c4['seconds']:,} s "
+        f"({c4['gpus'] * c4['metrics'] * c4['seconds']:,} samples, one request per worker), then one metric as a "
+        f"per-GPU series of 1-minute means over the whole span.",
+        f"- 5: {c5['lines']:,} log lines from {c5['workers']} workers, then the last {c5['tail']:,} lines of one "
+        "worker and a search for a word in 1 line out of 1,000 across all workers.",
+        f"- 6: one call reporting 5 scalars, in a tight loop of up to {c6['calls']:,} calls or about "
+        f"{c6['time_s']} s per repeat (MLflow and Aim through `aim server`: {c6['mlflow_calls']:,} calls), with "
+        "each SDK's background sender "
+        "running; the time to drain the queue afterwards is not in the figure.",
+    ]
+
+
+def render(report: dict[str, Any]) -> str:
+    results, cfg = report["results"], report["config"]
+    when = report.get("when") or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# jobpulse benchmark results",
+        "",
+        f"Written by `{report['command']}` on {when}; the whole command took "
+        f"{report['seconds'] / 60:.1f} minutes (mode: {report['mode']}). Every figure below was measured by "
+        "that run on this machine; nothing is estimated. Every server listened on 127.0.0.1 only.",
+        "",
+        "## Machine",
+        "",
+    ]
+    lines += [f"- {k}: {v}" for k, v in report["machine"].items()]
+    lines += [
+        "",
+        "The systems ran one after the other; the load average next to each version below shows how "
+        "busy the machine was (2 cores: a load above 2 means other work competed with the benchmark).",
+    ]
+    lines += ["", "## Versions", ""]
+    for system, result in results.items():
+        versions = ", ".join(f"{k} {v}" for k, v in result.get("versions", {}).items()) or "not measured"
+        took = f" — worker ran {result['seconds']:.0f} s" if "seconds" in result else ""
+        if "load" in result:
+            took += f", load average {result['load'][0]:.2f} before and {result['load'][1]:.2f} after"
+        lines.append(f"- {system}: {versions}{took}")
+    lines += ["", "## Workloads", ""] + sizes(cfg)
+    lines += [
+        "",
+        "## Results",
+        "",
+        "Median (min–max) over the repeats. In a peer's cell, **×N** is jobpulse's advantage: the peer's "
+        "time over jobpulse's, or jobpulse's rate over the peer's (below 1: jobpulse is behind). An empty "
+        "cell: the system has no such path (see the notes).",
+        "",
+    ]
+    lines += table(results)
+    lines += ["", "## Targets", ""] + targets(results)
+    lines += [
+        "",
+        "## Notes",
+        "",
+        "- Logs (workload 5): jobpulse alone. MLflow has no log store (only artifacts); Aim captures "
+        "terminal output into a run but offers no tail or search query over it; TensorBoard has none; "
+        "VictoriaMetrics stores metrics only (VictoriaLogs is a separate product, not packaged by Debian).",
+        "- Downsampling: jobpulse's chart aggregates each bucket (mean, min, max, last, count) on the server. "
+        "MLflow's sampled history and Aim's `sample()` pick stored points; TensorBoard keeps a reservoir "
+        "sample while it loads the whole event file. None of the peers aggregates.",
+        "- Memory is the proportional set size (PSS) of the server's process tree: MLflow's server runs "
+        "4 worker processes by default; jobpulse's server is one process with the embedded ClickHouse "
+        "engine (chdb). TensorBoard, ClearML and W&B are measured without a server.",
+        "- Disk per million points: the growth of the data folder (jobpulse: the server's data directory, "
+        "including its metadata and logs; MLflow: the SQLite file; Aim: the repository; TensorBoard: the "
+        "event files) divided by the points stored by workload 1.",
+    ]
+    for system, result in results.items():
+        for name, text in result.get("notes", {}).items():
+            lines.append(f"- {system} {name}: {text}")
+    errors = [(s, n, t) for s, r in results.items() for n, t in r.get("errors", {}).items()]
+    if errors:
+        lines += ["", "## What did not run", ""]
+        for system, name, text in errors:
+            first = text.strip().splitlines()
+            lines.append(f"- {system} {name}: {' '.join(first[:1])}")
+            if len(first) > 1:
+                lines += ["", "  ```", *("  " + t for t in first[-8:]), "  ```", ""]
+    extra = HERE / "PROFILES.md"
+    if extra.exists():
+        lines += ["", extra.read_text().strip()]
+    return "\n".join(lines) + "\n"
