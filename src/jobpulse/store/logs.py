@@ -130,40 +130,58 @@ class Logs:
         """The latest whole lines of one worker's log that fit in ``max_bytes`` (UTF-8, newline-joined),
         and the full size of the log in bytes.
 
-        Reads the log backwards from its end, about as many lines as the log's mean line size says fit,
-        so the cost depends on ``max_bytes``, not on the size of the log.
+        Reads only a time window at the end of the log, sized from the log's mean rate and corrected by a
+        count over the primary key, so the cost depends on ``max_bytes``, not on the size of the log or on
+        how many parts it is stored in; the kept lines are cut out of the read buffer in one piece.
         """
         sizes = {row["worker"]: row for row in self.workers(job)}
         found = sizes.get(worker)
         if not found or not found["lines"]:
             return "", 0
-        full, lines = int(found["bytes"]), int(found["lines"])
-        want = min(lines, int(max_bytes / max(1.0, full / lines) * 1.25) + 100)
-        while True:
-            # The newest ``want`` lines: everything from the ts of the want-th newest, read as a range.
-            table = self._engine.query(
-                f"""SELECT toUnixTimestamp64Milli(ts) AS ts, seq, msg FROM {self._db}.logs
-                WHERE job = {{job:String}} AND worker = {{worker:String}} AND ts >= (
-                    SELECT min(ts) FROM (SELECT ts FROM {self._db}.logs
-                    WHERE job = {{job:String}} AND worker = {{worker:String}}
-                    ORDER BY ts DESC LIMIT {{limit:UInt64}}))""",
-                {"job": job, "worker": worker, "limit": want},
-            )
-            ts, seq = table.column("ts").to_numpy(), table.column("seq").to_numpy()
-            order = np.lexsort((seq, ts))[::-1]  # newest first
-            ts, seq = ts[order], seq[order]
-            fresh = np.ones(len(order), dtype=bool)  # a row stored twice comes twice in a row
-            fresh[1:] = (ts[1:] != ts[:-1]) | (seq[1:] != seq[:-1])
-            msgs = table.column("msg").combine_chunks().take(pa.array(order))
-            used = np.cumsum(np.where(fresh, pc.binary_length(msgs).to_numpy(zero_copy_only=False) + 1, 0))
-            fits = int(np.searchsorted(used, max_bytes + 1, side="right"))
-            if fits < len(order) or int(fresh.sum()) < want or want >= 4 * lines:
+        full = int(found["bytes"])
+        where = f"FROM {self._db}.logs WHERE job = {{job:String}} AND worker = {{worker:String}}"
+        params: dict[str, Any] = {"job": job, "worker": worker}
+        ends = self._engine.query(
+            f"SELECT (SELECT toUnixTimestamp64Milli(ts) {where} ORDER BY ts ASC LIMIT 1) AS first, "
+            f"(SELECT toUnixTimestamp64Milli(ts) {where} ORDER BY ts DESC LIMIT 1) AS last",
+            params,
+        ).to_pylist()[0]
+        if ends["first"] is None or ends["last"] is None:
+            return "", full
+        first, last = int(ends["first"]), int(ends["last"])
+        window = max(1, int((last - first + 1) * min(1.0, 1.5 * max_bytes / max(1, full))))
+        for _ in range(12):  # aim at a window holding between max_bytes and a few times more
+            lo = max(first, last - window + 1)
+            held = self._engine.query(
+                f"SELECT sum(length(msg) + 1) AS bytes {where} AND ts >= fromUnixTimestamp64Milli({{lo:Int64}})",
+                {**params, "lo": lo},
+            ).column("bytes")[0].as_py() or 0
+            if held <= max_bytes and lo > first:
+                window = int(window * max(2.0, 1.5 * max_bytes / max(1, held)))
+            elif held > 4 * max_bytes and window > 1:
+                window = max(1, int(window * 1.5 * max_bytes / held))
+            else:
                 break
-            want *= 2
-        kept = msgs.slice(0, fits).filter(pa.array(fresh[:fits])).to_pylist()
-        kept.reverse()
-        text = "\n".join(kept)
-        return text, max(full, int(used[fits - 1]) - 1 if fits else 0)
+        table = self._engine.query(
+            f"SELECT toUnixTimestamp64Milli(ts) AS ts, seq, concat(msg, '\\n') AS line {where} "
+            "AND ts >= fromUnixTimestamp64Milli({lo:Int64}) ORDER BY ts, worker, seq",
+            {**params, "lo": lo},
+        )
+        lines = table.column("line").combine_chunks()
+        ts, seq = table.column("ts").to_numpy(), table.column("seq").to_numpy()
+        again = (ts[1:] == ts[:-1]) & (seq[1:] == seq[:-1])  # a row stored twice comes twice in a row
+        if again.any():
+            lines = lines.filter(pa.array(np.concatenate([[True], ~again])))
+        used = np.cumsum(pc.binary_length(lines).to_numpy(zero_copy_only=False)[::-1])  # newest first
+        fits = int(np.searchsorted(used, max_bytes + 1, side="right"))
+        if not fits:
+            return "", full
+        # The kept lines lie one after another in the values buffer: cut it out, no per-line work.
+        wide = pa.types.is_large_string(lines.type) or pa.types.is_large_binary(lines.type)
+        offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64 if wide else np.int32)[lines.offset :]
+        start, end = int(offsets[len(lines) - fits]), int(offsets[len(lines)])
+        text = lines.buffers()[2][start : end - 1].to_pybytes().decode(errors="replace")
+        return text, max(full, int(used[fits - 1]) - 1)
 
     def _filter(self, job: str, where: LogFilter) -> tuple[list[str], dict[str, Any]]:
         clauses = ["job = {job:String}"]

@@ -1,0 +1,161 @@
+"""Huawei ModelArts training-job APIs: a task's running metrics and a preview of its log.
+
+    GET /v2/{project_id}/training-jobs/{training_job_id}/metrics/{task_id}
+    GET /v2/{project_id}/training-jobs/{training_job_id}/tasks/{task_id}/logs/preview
+
+Identity: ``project_id`` is the jobpulse project, ``training_job_id`` the job and ``task_id`` the worker
+(``worker-0``, ``worker-1``, ...). The project must own the job. The jobpulse API key goes where ModelArts
+clients put their IAM token, the ``X-Auth-Token`` header.
+
+Running metrics: ``metrics`` lists, in this order, cpuUsage, memUsage, gpuUtil, gpuMemUsage, npuUtil and
+npuMemUsage, read from the stored ``cpu_util`` (% of the worker's CPU limit), ``mem_util`` (% of its memory
+limit), ``gpu_util``, ``gpu_mem_util``, ``npu_util`` and ``npu_mem_util`` (all percent), so every value is a
+percentage as in the document's example. ``value`` holds one average per wall-clock minute, from the job's
+first minute (the earliest start of the job or of any of its workers) to its last (the minute it ended, or the
+current minute while it runs); accelerator metrics average all samples of all the worker's devices in the
+minute. A minute without samples, or whose mean is not a number (a NaN or infinite sample: minutes are read
+from the per-minute rollup, which sums them), and every minute of a metric the worker never reported, is
+``-1``. Values are rounded to 3 decimals. A job longer than the store's series limit shows its latest
+``MAX_POINTS`` minutes.
+
+Log preview: ``content`` is the task's whole log when it fits in 5 MiB (5,242,880 bytes), else its latest
+lines that fit, cut at a line boundary; each line ends with a newline, so for a log that fits ``current_size``
+(bytes of ``content``, UTF-8) equals ``full_size`` (bytes of the whole log). The tail is read from the end
+of the log, so its cost does not grow with the size of the log.
+
+Errors: ``{"error_code": "ModelArts.XXXX", "error_msg": "..."}`` with the HTTP status. Codes follow Huawei's
+published list where it has one (ModelArts.0104 parameter error, ModelArts.0201 no token, ModelArts.0204 token
+not valid, ModelArts.0203 token without rights to the resource); for what the list has no general code for,
+jobpulse uses ModelArts.0404 (no such training job, task or endpoint), ModelArts.0405 (method not allowed),
+ModelArts.0500 (internal error) and ModelArts.0503 (store unavailable).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from fastapi import APIRouter, FastAPI, Request
+from starlette.responses import Response
+
+from ..errors import NotFound, Unauthorized
+from ..server.app import add_error_shape
+from ..server.context import Context, context
+from ..server.responses import JSON
+from ..store import Job, Worker
+from ..store.jobs import check_job, check_project, check_worker, now_ms
+from ..store.system import MAX_POINTS, MINUTE_MS
+
+router = APIRouter(tags=["ModelArts"])
+
+# ModelArts metric -> stored system metric, in the documented order.
+METRICS = {
+    "cpuUsage": "cpu_util",
+    "memUsage": "mem_util",
+    "gpuUtil": "gpu_util",
+    "gpuMemUsage": "gpu_mem_util",
+    "npuUtil": "npu_util",
+    "npuMemUsage": "npu_mem_util",
+}
+PREVIEW_LIMIT = 5 * 1024 * 1024
+NO_SAMPLE = -1
+PREFIX = "ModelArts."
+_CODES = {
+    400: "ModelArts.0104",
+    401: "ModelArts.0204",
+    403: "ModelArts.0203",
+    404: "ModelArts.0404",
+    405: "ModelArts.0405",
+    413: "ModelArts.0104",
+    503: "ModelArts.0503",
+}
+_PATHS = re.compile(r"^/v2/[^/]+/training-jobs(/|$)")
+
+
+def install(app: FastAPI) -> None:
+    app.include_router(router)
+    add_error_shape(app, lambda request: bool(_PATHS.match(request.url.path)), render_error)
+
+
+def render_error(status: int, code: str, message: str, field: str | None) -> Response:
+    """Every error of these routes: Huawei Cloud's ``{"error_code", "error_msg"}``."""
+    vendor = code if code.startswith(PREFIX) else _CODES.get(status, "ModelArts.0500")
+    return JSON({"error_code": vendor, "error_msg": message}, status_code=status)
+
+
+def _task(request: Request, project_id: str, training_job_id: str, task_id: str) -> tuple[Context, Job, list[Worker]]:
+    """The caller's job and its workers, after the access check; raises for every identity problem."""
+    ctx = context(request)
+    token = request.headers.get("x-auth-token", "").strip()
+    if not token:
+        raise Unauthorized("the X-Auth-Token header is missing: send the jobpulse API key in it", code="ModelArts.0201")
+    key = ctx.access.authenticate(token)
+    check_project(project_id, "project_id")
+    check_job(training_job_id, "training_job_id")
+    check_worker(task_id, "task_id")
+    ctx.access.check(key, "read", project=project_id)
+    try:
+        job = ctx.access.job(key, training_job_id)
+    except NotFound:
+        job = None
+    if job is None or job.project != project_id:
+        raise NotFound(f"training job {training_job_id!r} does not exist in project {project_id!r}")
+    workers = ctx.store.jobs.workers(job.job)
+    if task_id not in {w.worker for w in workers}:
+        names = ", ".join(w.worker for w in workers[:20]) + (", ..." if len(workers) > 20 else "") or "none"
+        raise NotFound(f"task {task_id!r} does not exist in training job {training_job_id!r} (tasks: {names})")
+    return ctx, job, workers
+
+
+def job_minutes(job: Job, workers: list[Worker]) -> tuple[int, int]:
+    """The job's first and last minute (epoch ms of their start)."""
+    starts = [t for t in [job.started, job.created, *(w.started for w in workers)] if t]
+    first = min(starts)
+    last = job.ended if job.ended is not None else now_ms()
+    first -= first % MINUTE_MS
+    last = max(first, last - last % MINUTE_MS)
+    if (last - first) // MINUTE_MS + 1 > MAX_POINTS:
+        first = last - (MAX_POINTS - 1) * MINUTE_MS
+    return first, last
+
+
+@router.get(
+    "/v2/{project_id}/training-jobs/{training_job_id}/metrics/{task_id}",
+    summary="ModelArts: running metrics of a training task, one average per minute",
+)
+def task_metrics(request: Request, project_id: str, training_job_id: str, task_id: str) -> JSON:
+    ctx, job, workers = _task(request, project_id, training_job_id, task_id)
+    first, last = job_minutes(job, workers)
+    grid = ctx.store.system.grid(
+        job.job,
+        list(METRICS.values()),
+        start_ms=first,
+        end_ms=last,
+        step_ms=MINUTE_MS,
+        workers=[task_id],
+        pool_devices=True,
+    )
+    rows = {metric: grid.values[i] for i, (_, metric, _) in enumerate(grid.keys)}
+    empty = [NO_SAMPLE] * len(grid.times)
+    metrics = []
+    for name, stored in METRICS.items():
+        row = rows.get(stored)
+        if row is None:
+            values = empty
+        else:
+            rounded = np.round(row, 3).tolist()
+            values = [NO_SAMPLE if v != v else v for v in rounded]
+        metrics.append({"metric": name, "value": values})
+    return JSON({"metrics": metrics})
+
+
+@router.get(
+    "/v2/{project_id}/training-jobs/{training_job_id}/tasks/{task_id}/logs/preview",
+    summary="ModelArts: the latest part (at most 5 MiB) of a training task's log",
+)
+def task_log_preview(request: Request, project_id: str, training_job_id: str, task_id: str) -> JSON:
+    ctx, job, _ = _task(request, project_id, training_job_id, task_id)
+    text, full = ctx.store.logs.tail_bytes(job.job, task_id, PREVIEW_LIMIT - 1)
+    content = text + "\n" if text else ""
+    size = len(content.encode())
+    return JSON({"content": content, "current_size": size, "full_size": max(full, size)})
