@@ -161,3 +161,11 @@ def test_files_round_trip_and_reject_unsafe_names(client):
     assert got.content == b"\x89PNGdata" and got.headers["content-type"] == "image/png"
     assert client.put("/jp/v1/jobs/j1/files/a/../../etc", content=b"x").status_code in (400, 404)
     assert client.get("/jp/v1/jobs/j1/files/missing.png").status_code == 404
+
+
+def test_the_api_is_documented_at_docs(anonymous):
+    assert anonymous.get("/docs").status_code == 200
+    paths = anonymous.get("/openapi.json").json()["paths"]
+    for path in ("/jp/v1/ingest", "/jp/v1/jobs", "/jp/v1/jobs/{job}/scalars/chart", "/jp/v1/jobs/{job}/logs/follow",
+                 "/jp/v1/jobs/{job}/system/series", "/jp/v1/scalars/latest", "/jp/v1/jobs/{job}/usage"):
+        assert path in paths, path

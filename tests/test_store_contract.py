@@ -132,3 +132,20 @@ def test_an_upgrade_keeps_existing_data(any_store, monkeypatch):
         .to_pylist()
     )
     assert "upgrade_probe" in columns
+
+
+def test_raw_system_ttl_is_set_changed_and_removed(any_store):
+    from jobpulse.store.schema import set_raw_ttl
+
+    def ttl() -> str:
+        return any_store.engine.query(
+            "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = 'system'",
+            {"db": any_store.database},
+        ).column(0)[0].as_py()
+
+    set_raw_ttl(any_store.engine, any_store.database, 14)
+    assert "TTL" in ttl() and "14" in ttl()
+    set_raw_ttl(any_store.engine, any_store.database, 30)
+    assert "30" in ttl()
+    set_raw_ttl(any_store.engine, any_store.database, 0)
+    assert " TTL " not in ttl()

@@ -103,23 +103,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 
 def _default_extensions() -> list[Callable[[FastAPI], None]]:
-    """The compatible APIs and the web UI, each installing its routes when present."""
-    import importlib
+    """The compatible APIs and the web UI; each module's ``install`` adds its routes and error shape."""
+    from .. import ui
+    from ..compat import baseten, clearml, modelarts, pai
 
-    found = []
-    for name in (
-        "jobpulse.compat.modelarts",
-        "jobpulse.compat.pai",
-        "jobpulse.compat.baseten",
-        "jobpulse.compat.clearml",
-        "jobpulse.ui",
-    ):
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and name.startswith(exc.name):
-                continue
-            raise
-        if hasattr(module, "install"):
-            found.append(module.install)
-    return found
+    return [modelarts.install, pai.install, baseten.install, clearml.install, ui.install]

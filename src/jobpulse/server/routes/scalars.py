@@ -6,11 +6,12 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
 
-from ...errors import BadRequest
+from ...errors import BadRequest, NotFound
 from ...store import ApiKey
 from ...store.events import KINDS
-from ..context import caller, context, page_args, split_list
+from ..context import Context, caller, context, page_args, split_list
 from ..responses import JSON, float_text, floats
 
 router = APIRouter(tags=["scalars"])
@@ -149,39 +150,32 @@ def scalar_points(
     )
 
 
-@router.api_route(
-    "/jp/v1/scalars/latest",
-    methods=["GET", "POST"],
-    summary='The latest value of every metric of many jobs (GET ?jobs=a,b or POST {"jobs": [...]})',
-)
-async def latest(request: Request, jobs: str | None = None, key: ApiKey = Depends(caller)) -> JSON:
-    ctx = context(request)
-    names = split_list(jobs)
-    if request.method == "POST":
-        try:
-            body = orjson.loads(await request.body())
-        except orjson.JSONDecodeError as exc:
-            raise BadRequest(f"body is not valid JSON: {exc}", field="body") from exc
-        names = body.get("jobs") if isinstance(body, dict) else None
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise BadRequest('body must be {"jobs": [job ids]}', field="jobs")
+@router.get("/jp/v1/scalars/latest", summary="The latest value of every metric of the jobs named in ?jobs=a,b")
+def latest_get(request: Request, jobs: str = "", key: ApiKey = Depends(caller)) -> JSON:
+    return _latest(context(request), key, split_list(jobs))
+
+
+@router.post("/jp/v1/scalars/latest", summary="The latest value of every metric of many jobs: {\"jobs\": [...]}")
+async def latest_post(request: Request, key: ApiKey = Depends(caller)) -> JSON:
+    try:
+        body = orjson.loads(await request.body())
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"body is not valid JSON: {exc}", field="body") from exc
+    names = body.get("jobs") if isinstance(body, dict) else None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise BadRequest('body must be {"jobs": [job ids]}', field="jobs")
+    return await run_in_threadpool(_latest, context(request), key, names)
+
+
+def _latest(ctx: Context, key: ApiKey, names: list[str]) -> JSON:
     if not 1 <= len(names) <= MAX_LATEST:
         raise BadRequest(f"'jobs' must name 1 to {MAX_LATEST} jobs", field="jobs")
-    from starlette.concurrency import run_in_threadpool
-
-    def work() -> list[dict[str, Any]]:
-        found = ctx.store.jobs.get_many(names)
-        visible = [n for n in names if n in found and key.allows_project(found[n].project)]
-        missing = [n for n in names if n not in visible]
-        if missing:
-            from ...errors import NotFound
-
-            raise NotFound(f"job {missing[0]!r} does not exist", field="jobs")
-        return ctx.store.scalars.latest(visible)
-
-    rows = await run_in_threadpool(work)
+    found = ctx.store.jobs.get_many(names)
+    missing = [n for n in names if n not in found or not key.allows_project(found[n].project)]
+    if missing:
+        raise NotFound(f"job {missing[0]!r} does not exist", field="jobs")
     out: dict[str, list] = {}
-    for row in rows:
+    for row in ctx.store.scalars.latest(names):
         job = row.pop("job")
         for name in ("value", "min", "max"):
             row[name] = float_text(row[name])
