@@ -78,25 +78,7 @@ class System:
 
         Buckets without samples are absent; each present bucket has avg, min, max, last and count.
         """
-        if step_ms <= 0:
-            raise BadRequest("'step' must be positive", field="step")
-        if end_ms < start_ms:
-            raise BadRequest("'start' must not be after 'end'", field="start")
-        if (end_ms - start_ms) // step_ms + 1 > MAX_POINTS:
-            raise BadRequest(
-                f"[start, end] at this step is more than {MAX_POINTS} points; use a larger step", field="step"
-            )
-        params: dict[str, Any] = {
-            "job": job,
-            "metrics": metrics,
-            "start": start_ms,
-            "end": end_ms,
-            "step": step_ms,
-        }
-        where = "job = {job:String} AND metric IN {metrics:Array(String)}"
-        if workers:
-            where += " AND worker IN {workers:Array(String)}"
-            params["workers"] = workers
+        where, params = _window(job, metrics, start_ms, end_ms, step_ms, workers)
         if devices is not None:
             where += " AND device IN {devices:Array(String)}"
             params["devices"] = devices
@@ -158,27 +140,8 @@ class System:
         (worker, metric, device) with NaN for empty buckets. With ``pool_devices`` the devices of a
         (worker, metric) are pooled into one series (device ``""``): the mean of all their samples.
         """
-        if step_ms <= 0:
-            raise BadRequest("'step' must be positive", field="step")
-        if end_ms < start_ms:
-            raise BadRequest("'start' must not be after 'end'", field="start")
-        buckets = (end_ms - start_ms) // step_ms + 1
-        if buckets > MAX_POINTS:
-            raise BadRequest(
-                f"[start, end] at this step is more than {MAX_POINTS} points; use a larger step", field="step"
-            )
-        params: dict[str, Any] = {
-            "job": job,
-            "metrics": metrics,
-            "start": start_ms,
-            "end": end_ms,
-            "step": step_ms,
-            "n": buckets,
-        }
-        where = "job = {job:String} AND metric IN {metrics:Array(String)}"
-        if workers:
-            where += " AND worker IN {workers:Array(String)}"
-            params["workers"] = workers
+        where, params = _window(job, metrics, start_ms, end_ms, step_ms, workers)
+        params["n"] = buckets = (end_ms - start_ms) // step_ms + 1
         by = "worker, metric" if pool_devices else "worker, metric, device"
         if step_ms % MINUTE_MS == 0 and start_ms % MINUTE_MS == 0:
             inner = f"""SELECT {by}, sum(sum) / sum(count) AS v,
@@ -229,3 +192,21 @@ class System:
             params["workers"] = workers
         rows = self._engine.query(f"SELECT DISTINCT metric FROM {self._db}.system_1m WHERE {where}", params)
         return set(rows.column("metric").to_pylist())
+
+
+def _window(
+    job: str, metrics: list[str], start_ms: int, end_ms: int, step_ms: int, workers: list[str] | None
+) -> tuple[str, dict[str, Any]]:
+    """Check a series window and answer the condition and parameters that select it."""
+    if step_ms <= 0:
+        raise BadRequest("'step' must be positive", field="step")
+    if end_ms < start_ms:
+        raise BadRequest("'start' must not be after 'end'", field="start")
+    if (end_ms - start_ms) // step_ms + 1 > MAX_POINTS:
+        raise BadRequest(f"[start, end] at this step is more than {MAX_POINTS} points; use a larger step", field="step")
+    params: dict[str, Any] = {"job": job, "metrics": metrics, "start": start_ms, "end": end_ms, "step": step_ms}
+    where = "job = {job:String} AND metric IN {metrics:Array(String)}"
+    if workers:
+        where += " AND worker IN {workers:Array(String)}"
+        params["workers"] = workers
+    return where, params

@@ -40,9 +40,7 @@ def _chart_json(chart: dict[str, Any]) -> dict[str, Any]:
     return chart
 
 
-@router.get(
-    "/jp/v1/jobs/{job}/scalars", summary="Metrics and variants of a job, with point counts and extents"
-)
+@router.get("/jp/v1/jobs/{job}/scalars", summary="Metrics and variants of a job, with point counts and extents")
 def scalar_metrics(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     ctx.access.job(key, job)
@@ -64,23 +62,10 @@ def scalar_chart(
     x_max: str | None = None,
     key: ApiKey = Depends(caller),
 ) -> JSON:
-    ctx = context(request)
-    ctx.access.job(key, job)
-    chart = ctx.store.scalars.chart(
-        [job],
-        metric,
-        variants=split_list(variant) or None,
-        axis=_axis(axis),
-        buckets=page_args(buckets, "buckets", 10_000),
-        x_min=_int(x_min, "x_min"),
-        x_max=_int(x_max, "x_max"),
-    )
-    return JSON(_chart_json(chart))
+    return _chart(context(request), key, [job], metric, variant, axis, buckets, x_min, x_max)
 
 
-@router.get(
-    "/jp/v1/scalars/chart", summary="One metric of several jobs on one shared x-range and bucket width"
-)
+@router.get("/jp/v1/scalars/chart", summary="One metric of several jobs on one shared x-range and bucket width")
 def compare_chart(
     request: Request,
     jobs: str,
@@ -96,10 +81,24 @@ def compare_chart(
     names = split_list(jobs)
     if not 1 <= len(names) <= MAX_COMPARE:
         raise BadRequest(f"'jobs' must name 1 to {MAX_COMPARE} jobs, comma separated", field="jobs")
-    for name in names:
+    return _chart(ctx, key, names, metric, variant, axis, buckets, x_min, x_max)
+
+
+def _chart(
+    ctx: Context,
+    key: ApiKey,
+    jobs: list[str],
+    metric: str,
+    variant: str | None,
+    axis: str,
+    buckets: str,
+    x_min: str | None,
+    x_max: str | None,
+) -> JSON:
+    for name in jobs:
         ctx.access.job(key, name)
     chart = ctx.store.scalars.chart(
-        names,
+        jobs,
         metric,
         variants=split_list(variant) or None,
         axis=_axis(axis),
@@ -155,7 +154,7 @@ def latest_get(request: Request, jobs: str = "", key: ApiKey = Depends(caller)) 
     return _latest(context(request), key, split_list(jobs))
 
 
-@router.post("/jp/v1/scalars/latest", summary="The latest value of every metric of many jobs: {\"jobs\": [...]}")
+@router.post("/jp/v1/scalars/latest", summary='The latest value of every metric of many jobs: {"jobs": [...]}')
 async def latest_post(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     try:
         body = orjson.loads(await request.body())
@@ -183,9 +182,7 @@ def _latest(ctx: Context, key: ApiKey, names: list[str]) -> JSON:
     return JSON({"jobs": {name: out.get(name, []) for name in names}})
 
 
-@router.get(
-    "/jp/v1/jobs/{job}/events/{kind}/metrics", summary="Metrics and variants of vectors, plots or images"
-)
+@router.get("/jp/v1/jobs/{job}/events/{kind}/metrics", summary="Metrics and variants of vectors, plots or images")
 def event_metrics(request: Request, job: str, kind: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     ctx.access.job(key, job)
