@@ -129,10 +129,12 @@ def test_update_changes_description_fields(client):
 
 def test_delete_removes_the_job_and_all_its_data(client):
     post_columns(client, scalar_series("j1", "loss", [1.0] * 1000))
+    assert client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"}).status_code == 200
     post_columns(client, scalar_series("j2", "loss", [5.0]))
     client.put("/jp/v1/jobs/j1/files/a.txt", content=b"hello")
     assert client.delete("/jp/v1/jobs/j1").json() == {"deleted": "j1"}
     assert client.get("/jp/v1/jobs/j1").status_code == 404
+    assert client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"}).status_code == 404
     assert client.get("/jp/v1/jobs/j1/files/a.txt").status_code == 404
     assert [j["job"] for j in client.get("/jp/v1/jobs").json()["jobs"]] == ["j2"]
     # a new job with the old id starts empty, charts included

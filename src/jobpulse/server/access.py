@@ -30,6 +30,7 @@ class Access:
         self._settings = settings
         self._signer = signer
         self._cache: dict[str, tuple[ApiKey, float]] = {}
+        self._projects: dict[str, tuple[str, float]] = {}
 
     # -- who -----------------------------------------------------------------------------------------
 
@@ -84,6 +85,29 @@ class Access:
         if not key.can(role):
             raise Forbidden(f"this API key is '{key.role}'; this needs '{role}'")
         return found
+
+    def require(self, key: ApiKey, job: str, role: str = "read") -> None:
+        """Like ``job`` for routes that need only the permission, not the job's current description:
+        the job's project is remembered for ``key_cache_seconds``, so a read costs no lookup of the job.
+        (A job deleted through another replica may then read as empty for that long instead of 404.)"""
+        now = time.monotonic()
+        cached = self._projects.get(job)
+        if cached is None or cached[1] <= now:
+            found = self._store.jobs.get(job)
+            if found is None:
+                self._projects.pop(job, None)
+                raise NotFound(f"job {job!r} does not exist", field="job")
+            if len(self._projects) > 100_000:
+                self._projects.clear()
+            cached = self._projects[job] = (found.project, now + self._settings.key_cache_seconds)
+        if not key.allows_project(cached[0]):
+            raise NotFound(f"job {job!r} does not exist", field="job")
+        if not key.can(role):
+            raise Forbidden(f"this API key is '{key.role}'; this needs '{role}'")
+
+    def forget_job(self, job: str) -> None:
+        """Drop a deleted job from this replica's memory at once."""
+        self._projects.pop(job, None)
 
     def job(self, key: ApiKey, job: str, role: str = "read") -> Job:
         found = self.check(key, role, job=job)

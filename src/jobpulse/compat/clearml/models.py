@@ -217,6 +217,7 @@ def unarchive_many(call: Call) -> dict[str, Any]:
 def delete(call: Call) -> dict[str, Any]:
     job = _get(call, "write")
     call.ctx.store.jobs.delete(job.job)
+    call.ctx.access.forget_job(job.job)
     call.ctx.files.delete_job(job.job)
     return {"deleted": True, "url": mapping.clearml(job).get("uri")}
 

@@ -406,6 +406,7 @@ def delete(call: Call) -> dict[str, Any]:
     if job.locked and not flag(call.data, "force"):
         raise ClearmlError(INVALID_TASK_STATUS, f"task {job.job} is published: delete needs force", id=job.job)
     call.ctx.store.jobs.delete(job.job)
+    call.ctx.access.forget_job(job.job)
     call.ctx.files.delete_job(job.job)
     call.ctx.known_jobs.pop(job.job, None)
     return {"deleted": 1, "updated_children": 0, "updated_models": 0, "events": {}, "urls": {}}

@@ -25,7 +25,7 @@ def file_url(job: str, name: str) -> str:
 )
 async def upload(request: Request, job: str, name: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    await run_in_threadpool(ctx.access.job, key, job, "write")
+    await run_in_threadpool(ctx.access.require, key, job, "write")
     data = await read_body(request, ctx.settings.max_file_bytes)
     size = await run_in_threadpool(ctx.files.write, job, name, data)
     return JSON({"url": file_url(job, name), "bytes": size}, status_code=201)
@@ -34,7 +34,7 @@ async def upload(request: Request, job: str, name: str, key: ApiKey = Depends(ca
 @router.get("/jp/v1/jobs/{job}/files/{name:path}", summary="Download a file of a job")
 def download(request: Request, job: str, name: str, key: ApiKey = Depends(caller)) -> FileResponse:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     path = ctx.files.read_path(job, name)
     media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     return FileResponse(path, media_type=media, headers={"Cache-Control": "private, max-age=3600"})

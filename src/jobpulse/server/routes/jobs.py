@@ -139,13 +139,14 @@ def delete_job(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSO
     ctx.store.jobs.delete(job)
     ctx.files.delete_job(job)
     ctx.known_jobs.pop(job, None)
+    ctx.access.forget_job(job)
     return JSON({"deleted": job})
 
 
 @router.get("/jp/v1/jobs/{job}/workers", summary="Workers of a job with status, exit code and times")
 def list_workers(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     return JSON({"workers": [w.to_dict() for w in ctx.store.jobs.workers(job)]})
 
 
@@ -163,7 +164,7 @@ async def put_worker(request: Request, job: str, worker: str, key: ApiKey = Depe
 @router.get("/jp/v1/jobs/{job}/usage", summary="Storage used by a job: rows and bytes per kind, and files")
 def job_usage(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     usage = ctx.store.usage.job(job)
     usage["files"] = ctx.files.usage(job)
     return JSON(usage)

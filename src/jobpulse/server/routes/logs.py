@@ -69,7 +69,7 @@ def read_logs(
     key: ApiKey = Depends(caller),
 ) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     where = _filter(worker, level, q, since, until)
     size = page_args(limit, maximum=100_000)
     if before and after:
@@ -103,14 +103,14 @@ def count_logs(
     key: ApiKey = Depends(caller),
 ) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     return JSON({"job": job, "lines": ctx.store.logs.count(job, _filter(worker, level, q, since, until))})
 
 
 @router.get("/jp/v1/jobs/{job}/logs/workers", summary="Workers with logs, with line counts and sizes")
 def log_workers(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     return JSON({"job": job, "workers": ctx.store.logs.workers(job)})
 
 
@@ -125,7 +125,7 @@ async def follow_logs(
     key: ApiKey = Depends(caller),
 ) -> StreamingResponse:
     ctx = context(request)
-    await run_in_threadpool(ctx.access.job, key, job)
+    await run_in_threadpool(ctx.access.require, key, job)
     where = _filter(worker, level, q, None, None)
     token = after or request.headers.get("last-event-id")
     position = _position(ctx, token, "after") if token else None
@@ -187,7 +187,7 @@ async def download_logs(
     key: ApiKey = Depends(caller),
 ) -> StreamingResponse:
     ctx = context(request)
-    await run_in_threadpool(ctx.access.job, key, job)
+    await run_in_threadpool(ctx.access.require, key, job)
     if format not in ("text", "jsonl"):
         raise BadRequest("'format' must be 'text' or 'jsonl'", field="format")
     where = _filter(worker, level, q, since, until)

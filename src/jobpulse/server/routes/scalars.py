@@ -43,7 +43,7 @@ def _chart_json(chart: dict[str, Any]) -> dict[str, Any]:
 @router.get("/jp/v1/jobs/{job}/scalars", summary="Metrics and variants of a job, with point counts and extents")
 def scalar_metrics(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     return JSON({"job": job, "metrics": ctx.store.scalars.metrics(job)})
 
 
@@ -96,7 +96,7 @@ def _chart(
     x_max: str | None,
 ) -> JSON:
     for name in jobs:
-        ctx.access.job(key, name)
+        ctx.access.require(key, name)
     chart = ctx.store.scalars.chart(
         jobs,
         metric,
@@ -123,7 +123,7 @@ def scalar_points(
     key: ApiKey = Depends(caller),
 ) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     after = None
     if cursor:
         body = ctx.signer.verify("scalars", cursor)
@@ -185,7 +185,7 @@ def _latest(ctx: Context, key: ApiKey, names: list[str]) -> JSON:
 @router.get("/jp/v1/jobs/{job}/events/{kind}/metrics", summary="Metrics and variants of vectors, plots or images")
 def event_metrics(request: Request, job: str, kind: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     return JSON({"job": job, "kind": kind, "metrics": ctx.store.events.metrics(job, kind)})
 
 
@@ -204,7 +204,7 @@ def events(
     key: ApiKey = Depends(caller),
 ) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     if kind not in KINDS:
         raise BadRequest(f"'kind' must be one of {', '.join(KINDS)}", field="kind")
     size = page_args(limit, maximum=1000)

@@ -39,7 +39,7 @@ def auto_step(span_ms: int, points: int = 600) -> int:
 @router.get("/jp/v1/jobs/{job}/system", summary="Workers, metrics and devices with system samples")
 def system_catalog(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     extent = ctx.store.system.extent(job)
     return JSON(
         {"job": job, "series": ctx.store.system.catalog(job), "range": list(extent) if extent else None}
@@ -62,7 +62,7 @@ def system_series(
     key: ApiKey = Depends(caller),
 ) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     metrics = split_list(metric)
     if not metrics:
         raise BadRequest("'metric' names at least one metric", field="metric")
