@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import threading
 import time
@@ -24,25 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "agent"))
 
+from machine import describe  # noqa: E402
+
 from jobpulse.agent.nvidia import NvidiaCollector  # noqa: E402
 from jobpulse.agent.outlet import system_body  # noqa: E402
 from jobpulse.agent.sampler import Sampler, build_collectors  # noqa: E402
 from jobpulse.agent.storage import parse_paths  # noqa: E402
-
-
-def machine() -> str:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{platform.node()}: {model or platform.processor() or 'unknown CPU'}, {os.cpu_count()} CPUs, "
-        f"Linux {platform.release()}, Python {platform.python_version()}"
-    )
 
 
 class Timed:
@@ -113,7 +99,7 @@ def main() -> int:
     values = sum(counts[1:]) / max(1, len(counts) - 1)
     request = sum(sizes[1:]) / max(1, len(sizes) - 1)
     share = per_sample_ms / (10 * args.interval)  # % of one core
-    print(f"machine:   {machine()}")
+    print(f"machine:   {describe()}")
     print(f"GPUs:      {gpu_note}")
     print(f"scope:     {args.scope}")
     print(f"samples:   {args.samples} at {args.interval:g} s, {values:.0f} values each")

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import os
-import platform
 import statistics
 import sys
 import threading
@@ -30,30 +28,12 @@ from urllib.parse import urlparse
 
 import numpy as np
 import orjson
+from machine import describe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 PROJECT = "bench-clearml"
 COLUMNAR_CHUNK = 1_000_000
-
-
-def machine() -> str:
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
-    except OSError:
-        pass
-    memory = ""
-    try:
-        with open("/proc/meminfo") as f:
-            memory = f", {int(f.readline().split()[1]) / (1 << 20):.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-    return (
-        f"{model}, {os.cpu_count()} cores{memory}, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}"
-    )
 
 
 class Http:
@@ -227,7 +207,7 @@ def main() -> int:
             server = stack.enter_context(running_server())
             url, key = server.url, server.api_key
         http = Http(url, key)
-        print(f"machine: {machine()}")
+        print(f"machine: {describe()}")
         print(f"server:  {url}")
         added = bench_add_batch(http, args.events, args.batch, args.senders)
         print(

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
-import platform
 import statistics
 import threading
 import time
@@ -30,6 +29,7 @@ from urllib.parse import urlencode, urlparse
 
 import numpy as np
 import orjson
+from machine import describe
 
 PROJECT = "bench"
 JOB = "bench-7d"
@@ -49,28 +49,6 @@ HOST_SERIES = (
     "ephemeral_util",
 )
 LOG_LINES_PER_REQUEST = 250_000
-
-
-def machine() -> str:
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    memory = ""
-    try:
-        with open("/proc/meminfo") as f:
-            memory = f", {int(f.readline().split()[1]) / (1 << 20):.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-    return (
-        f"{model}, {os.cpu_count()} cores{memory}, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}"
-    )
 
 
 class Http:
@@ -377,7 +355,7 @@ def main() -> None:
     parser.add_argument("--api-key", help="admin key of --url")
     args = parser.parse_args()
 
-    print(f"machine: {machine()}", flush=True)
+    print(f"machine: {describe()}", flush=True)
     with ExitStack() as stack:
         pid = None
         if args.url:

@@ -10,8 +10,6 @@ Targets: columnar ingest >= 50% of the engine's raw insert rate; a 1,000-bucket 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -23,24 +21,12 @@ import httpx
 import numpy as np
 import orjson
 import zstandard
+from machine import describe
 
 from jobpulse.testing import running_server
 
 CHUNK = 200_000
 T0 = int(time.time() * 1000) - 30 * 86_400_000
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, Python {platform.python_version()}"
 
 
 def rss_mb(pid: int) -> float:
@@ -197,7 +183,7 @@ def main() -> None:
     if args.raw_only:
         print(raw_engine_rate(args.raw_only))
         return
-    print(f"machine: {machine()}")
+    print(f"machine: {describe()}")
     # The embedded engine is measured in a process of its own: this one stays a plain HTTP client.
     import subprocess
 

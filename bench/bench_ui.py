@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine import describe
 
 from jobpulse.client import Client
 from jobpulse.credentials import Credentials
@@ -49,26 +49,13 @@ CHUNK = 250_000
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     try:
         chromium = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=20).stdout.strip()
     except OSError:
         chromium = "chromium missing"
     import plotly
 
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return (
-        f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, load average {load}; {platform.system()} "
-        f"{platform.release()}; Python {platform.python_version()}; {chromium}; plotly {plotly.__version__}"
-    )
+    return f"{describe()}; {chromium}; plotly {plotly.__version__}"
 
 
 def load_job(client: Client, points: int, hours: int, log_lines: int) -> dict[str, int]:
