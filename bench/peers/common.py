@@ -21,6 +21,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+try:  # the fastest JSON parser at hand: orjson where installed (jobpulse's environment), else the stdlib
+    from orjson import loads as json_loads
+except ImportError:
+    json_loads = json.loads
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -68,7 +73,7 @@ class Http:
         status, body = self.request("GET", path)
         if status != 200:
             raise RuntimeError(f"GET {path} answered {status}: {body[:300]!r}")
-        return json.loads(body)
+        return json_loads(body)
 
     def post(self, path: str, body: bytes, content_type: str, expect: tuple[int, ...] = (200, 204)) -> bytes:
         status, answer = self.request("POST", path, body, {"Content-Type": content_type})

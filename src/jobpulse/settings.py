@@ -49,7 +49,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "raw_ttl_days",
         0,
-        "days to keep raw system-metric samples; per-minute rollups stay; 0 keeps them forever",
+        "days to keep raw system-metric samples; per-minute and hourly rollups stay; 0 keeps them forever",
         int,
     ),
     Setting("max_body_bytes", 64 << 20, "largest ingest body accepted, after decompression, in bytes", int),

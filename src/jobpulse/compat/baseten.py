@@ -12,10 +12,11 @@ to one hour before the end, or the job's start if later (the earliest start of t
 So a request with both null answers the job's latest hour, a point a minute: what a live view polling every
 few seconds needs (Baseten's own CLI polls this way); ask for a wider window explicitly. A window given with
 ``start_epoch_millis`` is cut into at most ``MAX_BUCKETS`` steps of a round length (1 s, 2 s, 5 s, 10 s, ...
-1 min, ... 1 h, ... 1 d, 7 d: the smallest that fits); a whole-minute step starts at the minute of the
-window's start and is read from the per-minute rollup. Each point is the mean of the step's samples and its
-``timestamp`` is the step's start in ISO 8601 (UTC, ``Z``); a step without samples, or whose mean is not a
-finite number (``value`` must be a JSON number), has no point.
+1 min, ... 1 h, ... 1 d, 7 d: the smallest that fits); a whole-hour step starts at the hour of the window's
+start and is read from the hourly rollup, a whole-minute step at its minute from the per-minute rollup.
+Each point is the mean of the step's samples and its ``timestamp`` is the step's start in ISO 8601 (UTC,
+``Z``); a step without samples, or whose mean is not a finite number (``value`` must be a JSON number), has
+no point.
 
 Units: ``gpu_memory_usage_bytes`` bytes (stored ``gpu_mem_bytes``), ``gpu_utilization`` a fraction 0-1
 (stored ``gpu_util`` percent / 100), ``cpu_usage`` cores in use (``cpu_cores``), ``cpu_memory_usage_bytes``
@@ -53,7 +54,7 @@ from ..server.responses import JSON
 from ..server.routes.ingest import read_body
 from ..store import ApiKey, Job
 from ..store.jobs import check_job, check_project, now_ms
-from ..store.system import MAX_POINTS, MINUTE_MS
+from ..store.system import MAX_POINTS, align_start
 
 router = APIRouter(tags=["Baseten"])
 
@@ -209,8 +210,7 @@ def _answer(ctx: Context, key: ApiKey, project: str, job_id: str, start: int | N
     if start > end:
         raise BadRequest("start_epoch_millis must not be after end_epoch_millis")
     step = step_for(span)
-    if step % MINUTE_MS == 0:
-        start -= start % MINUTE_MS
+    start = align_start(start, step)
     if (end - start) // step + 1 > MAX_POINTS:
         raise BadRequest("the window from start_epoch_millis to end_epoch_millis is too long")
     grid = ctx.store.system.grid(job.job, METRICS, start_ms=start, end_ms=end, step_ms=step)

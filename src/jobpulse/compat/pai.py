@@ -21,8 +21,8 @@ Answer: ``PodMetrics`` has one entry per worker of the job, in worker order, eac
 step's samples over all the pod's devices (GPU metrics pool the pod's GPUs). A step without samples, or whose
 mean is not a finite number (JSON has none), has no point, so a pod that never reported the metric (a CPU-only
 pod asked for GpuCoreUsage) has an empty ``Metrics``. Steps start at ``StartTime``; when ``TimeStep`` is whole
-minutes, ``StartTime`` is first rounded down to its minute so that the steps are read from the per-minute
-rollup. At most 100,000 steps per call.
+hours, ``StartTime`` is first rounded down to its hour, and when it is whole minutes to its minute, so that
+the steps are read from the hourly or the per-minute rollup. At most 100,000 steps per call.
 
 Errors: Alibaba Cloud's ``{"RequestId", "HostId", "Code", "Message"}`` with the HTTP status: 400
 ``MissingParameter`` or ``InvalidParameter`` (the message names the parameter), 401 ``MissingToken`` or
@@ -46,7 +46,7 @@ from ..server.app import add_error_shape
 from ..server.context import context, parse_time
 from ..server.responses import JSON
 from ..store.jobs import check_job, now_ms
-from ..store.system import MAX_POINTS, MINUTE_MS
+from ..store.system import MAX_POINTS, MINUTE_MS, align_start
 
 router = APIRouter(tags=["PAI-DLC"])
 
@@ -169,8 +169,7 @@ def get_job_metrics(
     start = end - DEFAULT_SPAN_MS if start is None else start
     if start > end:
         raise BadRequest("StartTime must not be after EndTime", code="InvalidParameter")
-    if step % MINUTE_MS == 0:
-        start -= start % MINUTE_MS
+    start = align_start(start, step)
     if (end - start) // step + 1 > MAX_POINTS:
         raise BadRequest(
             f"[StartTime, EndTime] at this TimeStep is more than {MAX_POINTS} points; use a larger TimeStep",

@@ -18,7 +18,8 @@ PROJECT_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 WORKER_ID = re.compile(r"^[A-Za-z0-9._:@/-]{1,128}$")
 DATA_TABLES = (
-    "scalars", "scalars_latest", "scalars_rollup", "events", "logs", "log_sizes", "system", "system_1m", "workers",
+    "scalars", "scalars_latest", "scalars_rollup", "events", "logs", "log_sizes", "system", "system_1m", "system_1h",
+    "workers",
 )
 
 

@@ -6,6 +6,7 @@ import math
 from typing import Any, Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import BadRequest
 from .engine import Engine
@@ -95,7 +96,8 @@ class Scalars:
             params.update(lo=lo, w=width, size=size, axis=axis_id, level=level, blo=lo // size, bhi=hi // size)
             sql = f"""SELECT job, variant, intDiv(block * {{size:Int64}} - {{lo:Int64}}, {{w:Int64}}) AS b,
                     sum(sum) / nullIf(sum(n), 0) AS mean, min(min) AS min, max(max) AS max,
-                    argMaxMerge(last) AS last, sum(count) AS count, min(first_x) AS x_first, max(last_x) AS x_last
+                    tupleElement(max(last), 3) AS last, sum(count) AS count,
+                    min(first_x) AS x_first, max(last_x) AS x_last
                 FROM {self._db}.scalars_rollup
                 WHERE {where} AND axis = {{axis:UInt8}} AND level = {{level:UInt8}}
                     AND block BETWEEN {{blo:Int64}} AND {{bhi:Int64}}
@@ -158,9 +160,9 @@ class Scalars:
             params,
         )
         cols = {
-            "variant": table.column("variant").to_pylist(),
-            "iter": table.column("iter").to_pylist(),
-            "ts": table.column("ts").to_pylist(),
+            "variant": _repeated_text(table.column("variant")),
+            "iter": table.column("iter").to_numpy().tolist(),
+            "ts": table.column("ts").to_numpy().tolist(),
             "value": table.column("value").to_numpy(),
         }
         nxt = (cols["variant"][-1], cols["iter"][-1]) if table.num_rows == limit else None
@@ -171,7 +173,7 @@ class Scalars:
         if not jobs:
             return []
         return self._engine.query(
-            f"""SELECT job, metric, variant, argMaxMerge(last) AS value, max(last_iter) AS iter,
+            f"""SELECT job, metric, variant, tupleElement(max(last), 3) AS value, max(last_iter) AS iter,
                 toUnixTimestamp64Milli(max(last_ts)) AS ts, min(min_value) AS min, max(max_value) AS max,
                 sum(points) AS points
             FROM {self._db}.scalars_latest WHERE job IN {{jobs:Array(String)}}
@@ -227,6 +229,20 @@ class Scalars:
             GROUP BY metric, variant ORDER BY metric, variant""",
             {"job": job, "last": last},
         ).to_pylist()
+
+
+def _repeated_text(column: pa.ChunkedArray) -> list[str]:
+    """A text column as a list, built from its runs: a page usually holds one or a few variants."""
+    runs = pc.run_end_encode(column.combine_chunks()) if len(column) else None
+    if runs is None:
+        return []
+    ends, values = runs.run_ends.to_pylist(), runs.values.to_pylist()
+    out: list[str] = []
+    start = 0
+    for end, value in zip(ends, values, strict=True):
+        out.extend([value] * (end - start))
+        start = end
+    return out
 
 
 def _split_series(table: pa.Table, lo: int, width: int) -> list[dict[str, Any]]:

@@ -2,7 +2,8 @@
 
 Every table is ordered so that the reads the APIs make are range scans of one job.
 ``migrate`` applies, in order, the steps newer than the version recorded in
-``schema_version``; a step only adds, so upgrading never loses data.
+``schema_version``; a step never loses data: a table whose layout changes is rebuilt from
+what it holds (or from the rows it summarises) before the old one goes.
 """
 
 from __future__ import annotations
@@ -10,21 +11,38 @@ from __future__ import annotations
 from .engine import Engine
 
 # Block sizes of the scalar rollup, as powers of two: iterations (axis 0) and milliseconds (axis 1).
-# Each axis's first level is grouped from the points; the coarser ones from those groups.
-ROLLUP_LEVELS = {0: (6, 10, 14, 18), 1: (12, 16, 20, 24)}
+# Each axis's first level is grouped from the points; the coarser ones from those groups. One level
+# per power of two keeps a chart of N buckets to between 4N and 8N rollup rows whatever its range.
+ROLLUP_LEVELS = {0: tuple(range(6, 25)), 1: tuple(range(12, 31))}
+# The levels schema step 2 created (every fourth power of two), kept so that step reads as written.
+_STEP2_LEVELS = {0: (6, 10, 14, 18), 1: (12, 16, 20, 24)}
 
 
-def rollup_select(source: str, sign: int = 1) -> str:
+def rollup_select(
+    source: str, sign: int = 1, *, last: str = "tuple", levels: dict[int, tuple[int, ...]] = ROLLUP_LEVELS
+) -> str:
     """Aggregate scalar rows of ``source`` into the blocks of every rollup level; ``sign`` -1 gives the
-    rows that take already-counted points back out of the sums (when a point is replaced)."""
-    finest = ", ".join(f"({axis}, {levels[0]})" for axis, levels in ROLLUP_LEVELS.items())
-    steps = ", ".join(str(level - ROLLUP_LEVELS[0][0]) for level in ROLLUP_LEVELS[0])
+    rows that take already-counted points back out of the sums (when a point is replaced).
+
+    ``last`` is the form of the rollup's last-value column: ``"tuple"`` (schema step 4 on) is the
+    largest ``(x, inserted, value)``, a plain maximum that is cheap to read; ``"state"`` is the
+    ``argMax`` state that step 2 created (kept so that step reads as it did when it was written).
+    """
+    finest = ", ".join(f"({axis}, {of_axis[0]})" for axis, of_axis in levels.items())
+    steps = ", ".join(str(level - levels[0][0]) for level in levels[0])
+    if last == "state":
+        point, merged = "argMax(value, (x, inserted)) AS lv, max((x, inserted)) AS lk", "argMaxState(lv, lk)"
+        nothing = "argMaxState(lv, (toInt64(-9223372036854775807), toDateTime64(0, 6)))"
+    else:
+        # within one insert every row has the same ``inserted``: the last point is the one of largest x
+        point, merged = "(max(x), max(inserted), argMax(value, x)) AS lt", "max(lt)"
+        nothing = "(toInt64(-9223372036854775807), toDateTime64(0, 6), toFloat64(0))"
     if sign > 0:
-        extremes = "min(min) AS min, max(max) AS max, argMaxState(lv, lk) AS last"
+        extremes = f"min(min) AS min, max(max) AS max, {merged} AS last"
     else:
         extremes = (
             "CAST(NULL AS Nullable(Float64)) AS min, CAST(NULL AS Nullable(Float64)) AS max, "
-            "argMaxState(lv, (toInt64(-9223372036854775807), toDateTime64(0, 6))) AS last"
+            f"{nothing} AS last"
         )
     return f"""SELECT job, metric, variant, axis, base + shift AS level,
             intDiv(fine, bitShiftLeft(toInt64(1), shift)) - (fine % bitShiftLeft(toInt64(1), shift) < 0) AS block,
@@ -34,8 +52,8 @@ def rollup_select(source: str, sign: int = 1) -> str:
             SELECT job, metric, variant, axis, base, intDiv(x, size) - (x % size < 0) AS fine,
                 sumIf(value, isFinite(value)) AS fsum, toInt64(countIf(isFinite(value))) AS fn,
                 toInt64(count()) AS fcount, minIfOrNull(value, isFinite(value)) AS min,
-                maxIfOrNull(value, isFinite(value)) AS max, argMax(value, (x, inserted)) AS lv,
-                max((x, inserted)) AS lk, min(x) AS fx, max(x) AS lx, min(iter) AS fi, max(iter) AS li
+                maxIfOrNull(value, isFinite(value)) AS max, {point},
+                min(x) AS fx, max(x) AS lx, min(iter) AS fi, max(iter) AS li
             FROM (SELECT job, metric, variant, iter, value, inserted,
                          arrayJoin([{finest}]) AS al, al.1 AS axis, al.2 AS base,
                          if(axis = 0, iter, toUnixTimestamp64Milli(ts)) AS x, bitShiftLeft(toInt64(1), base) AS size
@@ -43,6 +61,27 @@ def rollup_select(source: str, sign: int = 1) -> str:
             GROUP BY job, metric, variant, axis, base, fine)
         ARRAY JOIN [{steps}] AS shift
         GROUP BY job, metric, variant, axis, level, block"""
+
+
+def _sql(text: str) -> str:
+    """A query built here, as a migration statement: braces doubled, ``{db}`` kept for ``format``."""
+    return text.replace("{", "{{").replace("}", "}}").replace("{{db}}", "{db}")
+
+
+def _system_rollup_columns(period: str) -> str:
+    return f"""job String, worker LowCardinality(String), metric LowCardinality(String),
+            device LowCardinality(String), {period},
+            sum SimpleAggregateFunction(sum, Float64), count SimpleAggregateFunction(sum, UInt64),
+            min SimpleAggregateFunction(min, Float64), max SimpleAggregateFunction(max, Float64),
+            last SimpleAggregateFunction(max, Tuple(DateTime64(3), Float64))"""
+
+
+def _system_rollup_view(table: str, period: str) -> str:
+    name = period.split(" AS ")[1]
+    return f"""CREATE MATERIALIZED VIEW IF NOT EXISTS {{db}}.{table}_mv TO {{db}}.{table} AS
+            SELECT job, worker, metric, device, {period}, sum(value) AS sum, count() AS count,
+                   min(value) AS min, max(value) AS max, (max(ts), argMax(value, ts)) AS last
+            FROM {{db}}.system GROUP BY job, worker, metric, device, {name}"""
 
 
 # Each step is a list of statements; ``{db}`` is the database name. Append new steps, never edit old ones.
@@ -135,9 +174,9 @@ MIGRATIONS: list[list[str]] = [
             first_iter SimpleAggregateFunction(min, Int64), last_iter SimpleAggregateFunction(max, Int64)
         ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, axis, level, block)""",
         "CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.scalars_rollup_mv TO {db}.scalars_rollup AS "
-        + rollup_select("{db}.scalars").replace("{", "{{").replace("}", "}}").replace("{{db}}", "{db}"),
+        + _sql(rollup_select("{db}.scalars", last="state", levels=_STEP2_LEVELS)),
         "INSERT INTO {db}.scalars_rollup "
-        + rollup_select("{db}.scalars FINAL").replace("{", "{{").replace("}", "}}").replace("{{db}}", "{db}"),
+        + _sql(rollup_select("{db}.scalars FINAL", last="state", levels=_STEP2_LEVELS)),
     ],
     [
         # Sorted iterations and timestamps compress to almost nothing as deltas; values as XOR of neighbours.
@@ -149,6 +188,72 @@ MIGRATIONS: list[list[str]] = [
         "MODIFY COLUMN value Float64 CODEC(Gorilla, ZSTD(1))",
         "ALTER TABLE {db}.logs MODIFY COLUMN ts DateTime64(3) CODEC(DoubleDelta, ZSTD(1)), "
         "MODIFY COLUMN seq UInt64 CODEC(Delta, ZSTD(1)), MODIFY COLUMN msg String CODEC(ZSTD(1))",
+    ],
+    [
+        # The last value of a rollup row becomes a plain maximum of (x, inserted, value) - or (ts, value) -
+        # instead of an argMax state of a tuple, which costs several milliseconds to read in every chart and
+        # series and most of the views' work on insert.
+        # The per-minute rollup is rebuilt from itself (the time of a minute's last sample is not in the old
+        # state, so it is taken as the minute's end); the chart rollup is rebuilt from the points.
+        "DROP VIEW IF EXISTS {db}.system_1m_mv",
+        f"""CREATE TABLE {{db}}.system_1m_v4 ({_system_rollup_columns("minute DateTime")})
+        ENGINE = AggregatingMergeTree ORDER BY (job, worker, metric, device, minute)""",
+        """INSERT INTO {db}.system_1m_v4
+            SELECT job, worker, metric, device, minute, sum(sum), sum(count), min(min), max(max),
+                (toDateTime64(minute, 3) + toIntervalMillisecond(59999), argMaxMerge(last))
+            FROM {db}.system_1m GROUP BY job, worker, metric, device, minute""",
+        "RENAME TABLE {db}.system_1m TO {db}.system_1m_v3, {db}.system_1m_v4 TO {db}.system_1m",
+        "DROP TABLE {db}.system_1m_v3",
+        _system_rollup_view("system_1m", "toStartOfMinute(ts) AS minute"),
+        # Hourly means: a series at whole-hour steps (a week at 1 h) reads 60x fewer rows.
+        f"""CREATE TABLE IF NOT EXISTS {{db}}.system_1h ({_system_rollup_columns("hour DateTime")})
+        ENGINE = AggregatingMergeTree ORDER BY (job, worker, metric, device, hour)""",
+        _system_rollup_view("system_1h", "toStartOfHour(ts) AS hour"),
+        """INSERT INTO {db}.system_1h
+            SELECT job, worker, metric, device, toStartOfHour(minute) AS hour, sum(sum), sum(count), min(min),
+                max(max), max(last)
+            FROM {db}.system_1m GROUP BY job, worker, metric, device, hour""",
+        "DROP VIEW IF EXISTS {db}.scalars_latest_mv",
+        """CREATE TABLE {db}.scalars_latest_v4 (
+            job String, metric String, variant String,
+            last SimpleAggregateFunction(max, Tuple(Int64, DateTime64(6), Float64)),
+            first_iter SimpleAggregateFunction(min, Int64),
+            last_iter SimpleAggregateFunction(max, Int64),
+            first_ts SimpleAggregateFunction(min, DateTime64(3)),
+            last_ts SimpleAggregateFunction(max, DateTime64(3)),
+            min_value SimpleAggregateFunction(min, Nullable(Float64)),
+            max_value SimpleAggregateFunction(max, Nullable(Float64)),
+            points SimpleAggregateFunction(sum, UInt64)
+        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant)""",
+        # a later report of the last iteration (inserted after the upgrade) replaces the value kept here
+        """INSERT INTO {db}.scalars_latest_v4
+            SELECT job, metric, variant, (max(last_iter), toDateTime64(0, 6), argMaxMerge(last)),
+                min(first_iter), max(last_iter), min(first_ts), max(last_ts), min(min_value), max(max_value),
+                sum(points)
+            FROM {db}.scalars_latest GROUP BY job, metric, variant""",
+        "RENAME TABLE {db}.scalars_latest TO {db}.scalars_latest_v3, {db}.scalars_latest_v4 TO {db}.scalars_latest",
+        "DROP TABLE {db}.scalars_latest_v3",
+        """CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.scalars_latest_mv TO {db}.scalars_latest AS
+            SELECT job, metric, variant, (max(iter), max(inserted), argMax(value, iter)) AS last,
+                   min(iter) AS first_iter, max(iter) AS last_iter, min(ts) AS first_ts, max(ts) AS last_ts,
+                   minIfOrNull(value, isFinite(value)) AS min_value,
+                   maxIfOrNull(value, isFinite(value)) AS max_value,
+                   count() AS points
+            FROM {db}.scalars GROUP BY job, metric, variant""",
+        "DROP VIEW IF EXISTS {db}.scalars_rollup_mv",
+        "DROP TABLE IF EXISTS {db}.scalars_rollup",
+        """CREATE TABLE {db}.scalars_rollup (
+            job String, metric String, variant String, axis UInt8, level UInt8, block Int64,
+            sum SimpleAggregateFunction(sum, Float64), n SimpleAggregateFunction(sum, Int64),
+            count SimpleAggregateFunction(sum, Int64),
+            min SimpleAggregateFunction(min, Nullable(Float64)), max SimpleAggregateFunction(max, Nullable(Float64)),
+            last SimpleAggregateFunction(max, Tuple(Int64, DateTime64(6), Float64)),
+            first_x SimpleAggregateFunction(min, Int64), last_x SimpleAggregateFunction(max, Int64),
+            first_iter SimpleAggregateFunction(min, Int64), last_iter SimpleAggregateFunction(max, Int64)
+        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, axis, level, block)""",
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.scalars_rollup_mv TO {db}.scalars_rollup AS "
+        + _sql(rollup_select("{db}.scalars")),
+        "INSERT INTO {db}.scalars_rollup " + _sql(rollup_select("{db}.scalars FINAL")),
     ],
 ]
 

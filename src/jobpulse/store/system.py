@@ -1,21 +1,45 @@
 """System metrics of workers and devices: catalogue and series over [start, end] at a step.
 
-A series whose step and start fall on whole minutes is read from the per-minute rollup,
-so its cost does not depend on the sampling rate or on whether raw samples are still kept.
+A series whose step and start fall on whole hours is read from the hourly rollup, one on whole
+minutes from the per-minute rollup, so its cost does not depend on the sampling rate or on whether
+raw samples are still kept. A rollup keeps whole periods: the last bucket of such a series holds
+the samples up to the end of the period (minute or hour) in which ``end`` falls.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ..errors import BadRequest
 from .engine import Engine
 
 MAX_POINTS = 100_000
 MINUTE_MS = 60_000
+HOUR_MS = 3_600_000
+_ROLLUPS = ((HOUR_MS, "system_1h", "hour"), (MINUTE_MS, "system_1m", "minute"))
+
+
+def align_start(start_ms: int, step_ms: int) -> int:
+    """``start_ms`` rounded down to the longest rollup period that divides ``step_ms`` (an hour, a
+    minute), so that the series can be read from that rollup; unchanged for other steps."""
+    for unit, _, _ in _ROLLUPS:
+        if step_ms % unit == 0:
+            return start_ms - start_ms % unit
+    return start_ms
+
+
+def rollup_for(start_ms: int, step_ms: int) -> tuple[str, str] | None:
+    """The rollup a series starting at ``start_ms`` in steps of ``step_ms`` can be read from, as
+    (table, period column), or None when only raw samples fit."""
+    for unit, table, column in _ROLLUPS:
+        if step_ms % unit == 0 and start_ms % unit == 0:
+            return table, column
+    return None
 
 
 @dataclass
@@ -82,14 +106,16 @@ class System:
         if devices is not None:
             where += " AND device IN {devices:Array(String)}"
             params["devices"] = devices
-        if step_ms % MINUTE_MS == 0 and start_ms % MINUTE_MS == 0:
+        rollup = rollup_for(start_ms, step_ms)
+        if rollup is not None:
+            table, period = rollup
             sql = f"""SELECT worker, metric, device,
-                    intDiv(toUnixTimestamp(minute) * 1000 - {{start:Int64}}, {{step:Int64}}) AS b,
+                    intDiv(toUnixTimestamp({period}) * 1000 - {{start:Int64}}, {{step:Int64}}) AS b,
                     sum(sum) / sum(count) AS avg, min(min) AS min, max(max) AS max,
-                    argMaxMerge(last) AS last, sum(count) AS count
-                FROM {self._db}.system_1m
-                WHERE {where} AND minute >= toDateTime(intDiv({{start:Int64}}, 1000))
-                    AND minute <= toDateTime(intDiv({{end:Int64}}, 1000))
+                    tupleElement(max(last), 2) AS last, sum(count) AS count
+                FROM {self._db}.{table}
+                WHERE {where} AND {period} >= toDateTime(intDiv({{start:Int64}}, 1000))
+                    AND {period} <= toDateTime(intDiv({{end:Int64}}, 1000))
                 GROUP BY worker, metric, device, b ORDER BY worker, metric, device, b"""
         else:
             sql = f"""SELECT worker, metric, device,
@@ -101,29 +127,7 @@ class System:
                           AND fromUnixTimestamp64Milli({{end:Int64}})
                       LIMIT 1 BY worker, metric, device, ts)
                 GROUP BY worker, metric, device, b ORDER BY worker, metric, device, b"""
-        table = self._engine.query(sql, params)
-        cols = {name: table.column(name).to_pylist() for name in table.column_names}
-        out: list[dict[str, Any]] = []
-        current: dict[str, Any] | None = None
-        for i in range(table.num_rows):
-            key = (cols["worker"][i], cols["metric"][i], cols["device"][i])
-            if current is None or (current["worker"], current["metric"], current["device"]) != key:
-                current = {
-                    "worker": key[0],
-                    "metric": key[1],
-                    "device": key[2],
-                    "t": [],
-                    "avg": [],
-                    "min": [],
-                    "max": [],
-                    "last": [],
-                    "count": [],
-                }
-                out.append(current)
-            current["t"].append(start_ms + cols["b"][i] * step_ms)
-            for name in ("avg", "min", "max", "last", "count"):
-                current[name].append(cols[name][i])
-        return out
+        return _split_series(self._engine.query(sql, params), start_ms, step_ms)
 
     def grid(
         self,
@@ -143,12 +147,14 @@ class System:
         where, params = _window(job, metrics, start_ms, end_ms, step_ms, workers)
         params["n"] = buckets = (end_ms - start_ms) // step_ms + 1
         by = "worker, metric" if pool_devices else "worker, metric, device"
-        if step_ms % MINUTE_MS == 0 and start_ms % MINUTE_MS == 0:
+        rollup = rollup_for(start_ms, step_ms)
+        if rollup is not None:
+            source, period = rollup
             inner = f"""SELECT {by}, sum(sum) / sum(count) AS v,
-                    intDiv(toUnixTimestamp(minute) * 1000 - {{start:Int64}}, {{step:Int64}}) AS b
-                FROM {self._db}.system_1m
-                WHERE {where} AND minute >= toDateTime(intDiv({{start:Int64}}, 1000))
-                    AND minute <= toDateTime(intDiv({{end:Int64}}, 1000))
+                    intDiv(toUnixTimestamp({period}) * 1000 - {{start:Int64}}, {{step:Int64}}) AS b
+                FROM {self._db}.{source}
+                WHERE {where} AND {period} >= toDateTime(intDiv({{start:Int64}}, 1000))
+                    AND {period} <= toDateTime(intDiv({{end:Int64}}, 1000))
                 GROUP BY {by}, b"""
         else:
             inner = f"""SELECT {by}, avg(value) AS v,
@@ -210,3 +216,22 @@ def _window(
         where += " AND worker IN {workers:Array(String)}"
         params["workers"] = workers
     return where, params
+
+
+def _split_series(table: pa.Table, start_ms: int, step_ms: int) -> list[dict[str, Any]]:
+    """Rows ordered by (worker, metric, device, b) into one columnar series per (worker, metric, device)."""
+    n = table.num_rows
+    if n == 0:
+        return []
+    keys = list(zip(*(table.column(c).to_pylist() for c in ("worker", "metric", "device")), strict=True))
+    cuts = [0] + [i for i in range(1, n) if keys[i] != keys[i - 1]] + [n]
+    times = start_ms + table.column("b").to_numpy() * step_ms
+    values = {name: table.column(name).to_numpy() for name in ("avg", "min", "max", "last", "count")}
+    out = []
+    for lo, hi in itertools.pairwise(cuts):
+        worker, metric, device = keys[lo]
+        series: dict[str, Any] = {"worker": worker, "metric": metric, "device": device, "t": times[lo:hi].tolist()}
+        for name, column in values.items():
+            series[name] = column[lo:hi].tolist()
+        out.append(series)
+    return out

@@ -12,6 +12,7 @@ _KINDS = {
     "logs": "logs",
     "system": "system",
     "system_1m": "system_1m",
+    "system_1h": "system_1h",
 }
 
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request
 
 from ...errors import BadRequest
 from ...store import ApiKey
+from ...store.system import align_start
 from ..context import caller, context, parse_time, split_list
 from ..responses import JSON
 
@@ -78,8 +79,7 @@ def system_series(
     if end_ms < start_ms:
         raise BadRequest("'start' must not be after 'end'", field="start")
     step_ms = step_given or auto_step(end_ms - start_ms)
-    if step_ms % 60_000 == 0:
-        start_ms -= start_ms % 60_000  # whole minutes read from the per-minute rollup
+    start_ms = align_start(start_ms, step_ms)  # whole hours or minutes are read from a rollup
     devices = None if device is None else split_list(device) if device else [""]
     series = ctx.store.system.series(
         job, metrics, start_ms=start_ms, end_ms=end_ms, step_ms=step_ms, workers=workers, devices=devices

@@ -1,0 +1,112 @@
+"""Upgrading a store that holds data gives the answers a store created new gives for the same data."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from starlette.testclient import TestClient
+
+from jobpulse.server import create_app
+from jobpulse.settings import Settings
+from jobpulse.store import Store, schema
+from jobpulse.store.engine import EmbeddedEngine
+
+
+def fresh_database() -> str:
+    return f"upgrade_{uuid.uuid4().hex[:12]}"
+
+
+T0 = 1_700_000_000_000 - 1_700_000_000_000 % 3_600_000  # a whole hour
+SECONDS = 3 * 3600 + 125  # three hours and a bit, every 5 s
+
+
+def _body() -> dict:
+    iters = list(range(5000))
+    series = [
+        {
+            "kind": "scalar",
+            "metric": "loss",
+            "variant": v,
+            "iter": iters,
+            "ts": [T0 + i * 100 for i in iters],
+            "value": [((i * 37 + k) % 101) / 7 for i in iters],
+        }
+        for k, v in enumerate(("train", "eval"))
+    ]
+    ts = list(range(T0, T0 + SECONDS * 1000, 5000))
+    for worker in ("worker-0", "worker-1"):
+        for device in ("0", "1"):
+            series.append(
+                {
+                    "kind": "system",
+                    "worker": worker,
+                    "metric": "gpu_util",
+                    "device": device,
+                    "ts": ts,
+                    "value": [float((t // 5000 * 13 + int(device) * 7 + len(worker)) % 100) for t in ts],
+                }
+            )
+    return {"project": "up", "job": "job-1", "series": series}
+
+
+def _load(store: Store, tmp_path) -> None:  # noqa: ANN001
+    token = store.keys.create("admin", ["*"], "admin")[1]
+    app = create_app(store, Settings(data_dir=tmp_path, write_credentials=False))
+    with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as client:
+        answer = client.post("/jp/v1/ingest", json=_body())
+        assert answer.status_code == 200, answer.text
+        assert not answer.json().get("rejected")
+
+
+def _answers(store: Store) -> dict:
+    return {
+        "chart_iter": store.scalars.chart(["job-1"], "loss", buckets=40),
+        "chart_time": store.scalars.chart(["job-1"], "loss", axis="time", buckets=20),
+        "minutes": store.system.series("job-1", ["gpu_util"], start_ms=T0, end_ms=T0 + SECONDS * 1000, step_ms=300_000),
+        "hours": store.system.series("job-1", ["gpu_util"], start_ms=T0, end_ms=T0 + SECONDS * 1000, step_ms=3_600_000),
+    }
+
+
+@pytest.fixture
+def at_step_3(embedded_engine: EmbeddedEngine, tmp_path, monkeypatch: pytest.MonkeyPatch) -> str:  # noqa: ANN001
+    """A database created by the first three schema steps and loaded with data through the API."""
+    database = fresh_database()
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:3])
+        patch.setattr(schema, "SCHEMA_VERSION", 3)
+        old = Store(embedded_engine, database)
+        assert old.previous_version == 0
+        _load(old, tmp_path)
+    return database
+
+
+def test_step_4_keeps_charts_and_series(embedded_engine: EmbeddedEngine, at_step_3: str, tmp_path) -> None:  # noqa: ANN001
+    upgraded = Store(embedded_engine, at_step_3)
+    assert upgraded.previous_version == 3
+    fresh = Store(embedded_engine, fresh_database())
+    _load(fresh, tmp_path)
+    got, want = _answers(upgraded), _answers(fresh)
+    for name in want:
+        assert got[name] == want[name], name
+    assert len(want["hours"]) == 4 and len(want["hours"][0]["t"]) == 4
+    assert want["chart_iter"]["series"] and len(want["chart_iter"]["series"]) == 2
+
+
+def test_step_4_upgraded_rollups_keep_taking_new_samples(
+    embedded_engine: EmbeddedEngine,
+    at_step_3: str,
+    tmp_path,  # noqa: ANN001
+) -> None:
+    upgraded = Store(embedded_engine, at_step_3)
+    later = T0 + 4 * 3_600_000
+    upgraded.engine.command(
+        f"INSERT INTO {at_step_3}.system (job, worker, metric, device, ts, value) VALUES "
+        "('job-1', 'worker-0', 'gpu_util', '0', fromUnixTimestamp64Milli({t:Int64}), 42)",
+        {"t": later},
+    )
+    for step in (60_000, 3_600_000):
+        series = upgraded.system.series(
+            "job-1", ["gpu_util"], start_ms=later, end_ms=later, step_ms=step, workers=["worker-0"], devices=["0"]
+        )
+        assert [(s["t"], s["avg"], s["last"], s["count"]) for s in series] == [([later], [42.0], [42.0], [1])]
