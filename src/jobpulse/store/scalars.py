@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import BadRequest
+from .charts import ChartCache
 from .engine import Engine
 from .schema import ROLLUP_LEVELS
 
@@ -22,9 +23,10 @@ def _x_expr(axis: Axis) -> str:
 
 
 class Scalars:
-    def __init__(self, engine: Engine, db: str) -> None:
+    def __init__(self, engine: Engine, db: str, *, cached_charts: int = 128) -> None:
         self._engine = engine
         self._db = db
+        self._charts = ChartCache(cached_charts)
 
     def metrics(self, job: str) -> list[dict[str, Any]]:
         """Every metric of ``job`` with its variants, points and x extent."""
@@ -46,17 +48,26 @@ class Scalars:
 
     def extent(self, jobs: list[str], metric: str, variants: list[str] | None, axis: Axis) -> tuple[int, int] | None:
         """The smallest and largest x of a metric over ``jobs`` (from the latest-value rollup)."""
+        found = self._extent(jobs, metric, variants, axis)
+        return None if found is None else found[:2]
+
+    def _extent(
+        self, jobs: list[str], metric: str, variants: list[str] | None, axis: Axis
+    ) -> tuple[int, int, tuple] | None:
+        """The x extent and a version of the series: their point counts and last insert time change
+        with every point stored (a new one, a replacement, a report after the job's data was deleted)."""
         lo, hi = ("first_iter", "last_iter") if axis == "iter" else ("first_ts", "last_ts")
         conv = "" if axis == "iter" else "toUnixTimestamp64Milli"
         where, params = self._where(jobs, metric, variants)
         row = self._engine.query(
-            f"SELECT {conv}(min({lo})) AS lo, {conv}(max({hi})) AS hi, count() AS n "
-            f"FROM {self._db}.scalars_latest WHERE {where}",
+            f"SELECT {conv}(min({lo})) AS lo, {conv}(max({hi})) AS hi, count() AS n, sum(points) AS points, "
+            f"toUnixTimestamp64Micro(max(tupleElement(last, 2))) AS inserted, min(first_iter) AS i0, "
+            f"max(last_iter) AS i1 FROM {self._db}.scalars_latest WHERE {where}",
             params,
         ).to_pylist()[0]
         if not row["n"] or row["lo"] is None:
             return None
-        return int(row["lo"]), int(row["hi"])
+        return int(row["lo"]), int(row["hi"]), (row["points"], row["inserted"], row["i0"], row["i1"])
 
     def chart(
         self,
@@ -72,15 +83,37 @@ class Scalars:
         """About ``buckets`` buckets of one shared width over one x-range for every job and variant.
 
         Each bucket carries the mean, min and max of its finite values, its last value (by x) and
-        its point count, so a spike inside a bucket stays visible. Wide buckets are read from the
-        rollup's blocks (the range then starts on a block boundary and the width is a whole number
-        of blocks), so the cost follows the number of buckets, not the length of the history.
+        its point count, so a spike inside a bucket stays visible. A chart asked for again while its
+        series' version (points and last insert, read with the extent) is unchanged is answered from
+        this process's memory of recent charts, so a page that polls a chart costs one small query.
+        Wide buckets are read from the rollup's blocks (the range then starts on a block boundary and
+        the width is a whole number of blocks), so the cost follows the number of buckets, not the
+        length of the history.
         """
         if not 1 <= buckets <= MAX_BUCKETS:
             raise BadRequest(f"'buckets' must be between 1 and {MAX_BUCKETS}", field="buckets")
-        extent = self.extent(jobs, metric, variants, axis)
+        extent = self._extent(jobs, metric, variants, axis)
         if extent is None:
             return {"metric": metric, "axis": axis, "range": None, "bucket_width": None, "series": []}
+        key = (tuple(jobs), metric, tuple(variants) if variants is not None else None, axis, buckets, x_min, x_max)
+        cached = self._charts.get(key, extent)
+        if cached is not None:
+            return cached
+        chart = self._chart(jobs, metric, variants, axis, buckets, x_min, x_max, extent[:2])
+        self._charts.put(key, extent, chart)
+        return ChartCache.copy(chart)
+
+    def _chart(
+        self,
+        jobs: list[str],
+        metric: str,
+        variants: list[str] | None,
+        axis: Axis,
+        buckets: int,
+        x_min: int | None,
+        x_max: int | None,
+        extent: tuple[int, int],
+    ) -> dict[str, Any]:
         lo = extent[0] if x_min is None else x_min
         hi = extent[1] if x_max is None else x_max
         if hi < lo:
