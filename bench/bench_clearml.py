@@ -15,67 +15,42 @@
 from __future__ import annotations
 
 import argparse
-import http.client
 import statistics
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 import orjson
 from machine import describe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
+from common import Http  # noqa: E402 - the loopback client shared with the comparative benchmark
 
 PROJECT = "bench-clearml"
 COLUMNAR_CHUNK = 1_000_000
 
 
-class Http:
-    """One kept-alive HTTP/1.1 connection per thread."""
-
-    def __init__(self, url: str, api_key: str) -> None:
-        parts = urlparse(url)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self.auth = f"Bearer {api_key}"
-        self.local = threading.local()
-
-    def request(self, method: str, path: str, body: bytes, content_type: str) -> tuple[int, bytes]:
-        headers = {"Authorization": self.auth, "Content-Type": content_type}
-        for attempt in (1, 2):
-            conn = getattr(self.local, "conn", None)
-            if conn is None:
-                conn = self.local.conn = http.client.HTTPConnection(self.host, self.port, timeout=600)
-            try:
-                conn.request(method, path, body=body, headers=headers)
-                answer = conn.getresponse()
-                return answer.status, answer.read()
-            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-                conn.close()  # the server closed an idle kept-alive connection: open a new one once
-                self.local.conn = None
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    def clearml(self, endpoint: str, body: Any = None, raw: bytes | None = None) -> dict[str, Any]:
-        kind = "application/json-lines" if raw is not None else "application/json"
-        status, data = self.request("POST", f"/v2.23/{endpoint}", raw if raw is not None else orjson.dumps(body), kind)
-        doc = orjson.loads(data)
-        if status != 200:
-            raise RuntimeError(f"{endpoint} failed: {doc['meta']}")
-        return doc["data"]
+def clearml(http: Http, endpoint: str, body: Any = None, raw: bytes | None = None) -> dict[str, Any]:
+    """Call a ClearML endpoint (JSON, or JSON lines in ``raw``) and answer its ``data``."""
+    kind = "application/json-lines" if raw is not None else "application/json"
+    payload = raw if raw is not None else orjson.dumps(body)
+    status, data = http.request("POST", f"/v2.23/{endpoint}", payload, {"Content-Type": kind})
+    doc = orjson.loads(data)
+    if status != 200:
+        raise RuntimeError(f"{endpoint} failed: {doc['meta']}")
+    return doc["data"]
 
 
 def new_task(http: Http, name: str) -> str:
-    found = http.clearml("projects.get_all", {"name": f"^{PROJECT}$"})["projects"]
-    pid = found[0]["id"] if found else http.clearml("projects.create", {"name": PROJECT})["id"]
-    task = http.clearml("tasks.create", {"name": name, "project": pid, "type": "training"})["id"]
-    http.clearml("tasks.started", {"task": task})
+    found = clearml(http, "projects.get_all", {"name": f"^{PROJECT}$"})["projects"]
+    pid = found[0]["id"] if found else clearml(http, "projects.create", {"name": PROJECT})["id"]
+    task = clearml(http, "tasks.create", {"name": name, "project": pid, "type": "training"})["id"]
+    clearml(http, "tasks.started", {"task": task})
     return task
 
 
@@ -112,11 +87,11 @@ def bench_add_batch(http: Http, events: int, batch: int, senders: int) -> dict[s
     size = sum(len(b) for b in bodies)
     started = time.perf_counter()
     with ThreadPoolExecutor(senders) as pool:
-        added = sum(pool.map(lambda body: http.clearml("events.add_batch", raw=body)["added"], bodies))
+        added = sum(pool.map(lambda body: clearml(http, "events.add_batch", raw=body)["added"], bodies))
     elapsed = time.perf_counter() - started
     if added != events:
         raise RuntimeError(f"add_batch stored {added} of {events} events")
-    stored = http.clearml(
+    stored = clearml(http,
         "events.scalar_metrics_iter_raw",
         {"task": task, "metric": {"metric": "metric_0"}, "batch_size": 1, "count_total": True},
     )["total"]
@@ -152,7 +127,10 @@ def ingest_points(http: Http, task: str, points: int) -> float:
             ],
         }
         status, data = http.request(
-            "POST", "/jp/v1/ingest", orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), "application/json"
+            "POST",
+            "/jp/v1/ingest",
+            orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY),
+            {"Content-Type": "application/json"},
         )
         if status != 200:
             raise RuntimeError(f"ingest failed: {data[:300]!r}")
@@ -166,7 +144,7 @@ def bench_histogram(http: Http, points: int, samples: int, repeats: int) -> dict
     timings = []
     for i in range(repeats + 2):
         started = time.perf_counter()
-        data = http.clearml("events.scalar_metrics_iter_histogram", body)
+        data = clearml(http, "events.scalar_metrics_iter_histogram", body)
         if i >= 2:
             timings.append(time.perf_counter() - started)
     series = data["loss"]["train"]
@@ -206,7 +184,7 @@ def main() -> int:
 
             server = stack.enter_context(running_server())
             url, key = server.url, server.api_key
-        http = Http(url, key)
+        http = Http(url, {"Authorization": f"Bearer {key}"}, timeout=600)
         print(f"machine: {describe()}")
         print(f"server:  {url}")
         added = bench_add_batch(http, args.events, args.batch, args.senders)

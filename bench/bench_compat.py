@@ -17,19 +17,23 @@ once the server is idle again after ingest (its background merges done), so it m
 from __future__ import annotations
 
 import argparse
-import http.client
 import os
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from urllib.parse import urlencode, urlparse
+from pathlib import Path
+from urllib.parse import urlencode
 
 import numpy as np
 import orjson
 from machine import describe
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
+from common import Http  # noqa: E402 - the loopback client shared with the comparative benchmark
 
 PROJECT = "bench"
 JOB = "bench-7d"
@@ -51,48 +55,13 @@ HOST_SERIES = (
 LOG_LINES_PER_REQUEST = 250_000
 
 
-class Http:
-    """One kept-alive HTTP/1.1 connection per thread."""
-
-    def __init__(self, url: str, api_key: str) -> None:
-        parts = urlparse(url)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self.api_key = api_key
-        self._local = threading.local()
-
-    def _conn(self) -> http.client.HTTPConnection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = http.client.HTTPConnection(self.host, self.port, timeout=600)
-        return conn
-
-    def call(
-        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
-    ) -> tuple[int, bytes]:
-        for attempt in (1, 2):
-            conn = self._conn()
-            try:
-                conn.request(method, path, body=body, headers=headers or {})
-                response = conn.getresponse()
-                return response.status, response.read()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                conn.close()  # the server closed an idle kept-alive connection: open a new one once
-                self._local.conn = None
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    def ingest(self, body: bytes) -> dict:
-        status, data = self.call(
-            "POST",
-            "/jp/v1/ingest",
-            body,
-            {"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"},
-        )
-        answer = orjson.loads(data)
-        if status != 200 or answer.get("rejected"):
-            raise RuntimeError(f"ingest answered {status}: {data[:500]!r}")
-        return answer
+def ingest(http: Http, key: str, body: bytes) -> dict:
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    status, data = http.request("POST", "/jp/v1/ingest", body, headers)
+    answer = orjson.loads(data)
+    if status != 200 or answer.get("rejected"):
+        raise RuntimeError(f"ingest answered {status}: {data[:500]!r}")
+    return answer
 
 
 # -- data ------------------------------------------------------------------------------------------------
@@ -163,7 +132,7 @@ def log_bodies(first_seq: int, lines: int, t_base: int) -> Iterator[tuple[bytes,
         yield orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), n
 
 
-def send_all(http: Http, bodies: Iterator[tuple], threads: int) -> tuple[int, int]:
+def send_all(http: Http, key: str, bodies: Iterator[tuple], threads: int) -> tuple[int, int]:
     """Send every body with ``threads`` requests in flight; answers (events, bytes of the bodies)."""
     events = sent = 0
     lock = threading.Lock()
@@ -177,7 +146,7 @@ def send_all(http: Http, bodies: Iterator[tuple], threads: int) -> tuple[int, in
                 item = next(body_iter, None)
             if item is None:
                 return
-            http.ingest(item[0])
+            ingest(http, key, item[0])
             with lock:
                 events += item[1]
                 sent += len(item[0])
@@ -227,11 +196,10 @@ def report(name: str, times: list[float], body: bytes, detail: str) -> None:
     )
 
 
-def bench_metrics(http: Http, repeats: int, workers: int, days: float) -> None:
-    key = http.api_key
+def bench_metrics(http: Http, key: str, repeats: int, workers: int, days: float) -> None:
     ma = {"X-Auth-Token": key}
     times, body = timed(
-        lambda: http.call("GET", f"/v2/{PROJECT}/training-jobs/{JOB}/metrics/worker-0", headers=ma), repeats
+        lambda: http.request("GET", f"/v2/{PROJECT}/training-jobs/{JOB}/metrics/worker-0", headers=ma), repeats
     )
     doc = orjson.loads(body)
     report(
@@ -253,7 +221,7 @@ def bench_metrics(http: Http, repeats: int, workers: int, days: float) -> None:
         ),
     ):
         query = urlencode({**params, "Token": key})
-        times, body = timed(lambda q=query: http.call("GET", f"/api/v1/jobs/{JOB}/metrics?{q}"), repeats)
+        times, body = timed(lambda q=query: http.request("GET", f"/api/v1/jobs/{JOB}/metrics?{q}"), repeats)
         doc = orjson.loads(body)
         report(
             label,
@@ -264,7 +232,7 @@ def bench_metrics(http: Http, repeats: int, workers: int, days: float) -> None:
     window = orjson.dumps({"end_epoch_millis": None, "start_epoch_millis": None})
     bt = {"Authorization": f"Api-Key {key}", "Content-Type": "application/json"}
     times, body = timed(
-        lambda: http.call("POST", f"/v1/training_projects/{PROJECT}/jobs/{JOB}/metrics", window, bt), repeats
+        lambda: http.request("POST", f"/v1/training_projects/{PROJECT}/jobs/{JOB}/metrics", window, bt), repeats
     )
     doc = orjson.loads(body)
     ranks = doc["per_node_metrics"][0]["metrics"]["gpu_utilization"]
@@ -277,7 +245,7 @@ def bench_metrics(http: Http, repeats: int, workers: int, days: float) -> None:
     now = int(time.time() * 1000)
     whole = orjson.dumps({"end_epoch_millis": now, "start_epoch_millis": now - int(days * 86_400_000)})
     times, body = timed(
-        lambda: http.call("POST", f"/v1/training_projects/{PROJECT}/jobs/{JOB}/metrics", whole, bt), repeats
+        lambda: http.request("POST", f"/v1/training_projects/{PROJECT}/jobs/{JOB}/metrics", whole, bt), repeats
     )
     doc = orjson.loads(body)
     report(
@@ -308,8 +276,10 @@ def settle(pid: int | None, limit_s: float = 300.0) -> str:
     return f"server idle after {time.monotonic() - started:.0f} s"
 
 
-def bench_preview(http: Http, repeats: int, sizes_gb: list[float], threads: int, pid: int | None) -> None:
-    headers = {"X-Auth-Token": http.api_key}
+def bench_preview(
+    http: Http, key: str, repeats: int, sizes_gb: list[float], threads: int, pid: int | None
+) -> None:
+    headers = {"X-Auth-Token": key}
     path = f"/v2/{PROJECT}/training-jobs/{JOB}/tasks/worker-0/logs/preview"
     lines = written = 0
     t_base = int(time.time() * 1000) - int(max(sizes_gb) * GIB / 100) - 60_000  # one line per ms, ending now
@@ -318,17 +288,17 @@ def bench_preview(http: Http, repeats: int, sizes_gb: list[float], threads: int,
         if written < target:
             more = int((target - written) / 121) + 1
             started = time.perf_counter()
-            _, sent = send_all(http, log_bodies(lines, more, t_base), threads)
+            _, sent = send_all(http, key, log_bodies(lines, more, t_base), threads)
             lines += more
             spent = time.perf_counter() - started
-            status, body = http.call("GET", path, headers=headers)
+            status, body = http.request("GET", path, headers=headers)
             written = orjson.loads(body)["full_size"]
             print(
                 f"  log grown to {written / GIB:.2f} GiB ({lines:,} lines) in {spent:.0f} s "
                 f"({sent / spent / (1 << 20):.1f} MiB/s of request bodies); {settle(pid)}; {load()}",
                 flush=True,
             )
-        times, body = timed(lambda: http.call("GET", path, headers=headers), repeats)
+        times, body = timed(lambda: http.request("GET", path, headers=headers), repeats)
         doc = orjson.loads(body)
         report(
             f"ModelArts log preview, log of {doc['full_size'] / GIB:.2f} GiB",
@@ -367,7 +337,7 @@ def main() -> None:
             url, key = server.url, server.api_key
             pid = server.process.pid if server.process else None
             print(f"server: {url} (fresh data directory {server.data_dir})", flush=True)
-        http = Http(url, key)
+        http = Http(url, timeout=600)
         samples = int(args.days * 86400 * 1000 // STEP_MS)
         per_worker = args.gpus * len(GPU_SERIES) + len(HOST_SERIES)
         total = args.workers * per_worker * samples
@@ -379,7 +349,7 @@ def main() -> None:
         t0 = int(time.time() * 1000) // STEP_MS * STEP_MS - samples * STEP_MS
         chunk = max(1, 900_000 // (args.workers * per_worker))
         started = time.perf_counter()
-        events, sent = send_all(http, system_bodies(t0, samples, args.workers, args.gpus, chunk), args.threads)
+        events, sent = send_all(http, key, system_bodies(t0, samples, args.workers, args.gpus, chunk), args.threads)
         spent = time.perf_counter() - started
         print(
             f"ingested {events:,} samples in {spent:.0f} s: {events / spent:,.0f} samples/s "
@@ -388,9 +358,9 @@ def main() -> None:
         )
         print(f"latency over {args.repeats} calls ({load()}):", flush=True)
         print(f"  {settle(pid)}", flush=True)
-        bench_metrics(http, args.repeats, args.workers, args.days)
+        bench_metrics(http, key, args.repeats, args.workers, args.days)
         sizes = sorted(float(s) for s in args.log_gb.split(",") if s)
-        bench_preview(http, args.repeats, sizes, args.threads, pid)
+        bench_preview(http, key, args.repeats, sizes, args.threads, pid)
 
 
 if __name__ == "__main__":

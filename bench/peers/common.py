@@ -40,7 +40,8 @@ def free_port() -> int:
 
 
 class Http:
-    """A keep-alive HTTP/1.1 client for one loopback server (no dependencies, little overhead)."""
+    """A keep-alive HTTP/1.1 client for one loopback server (no dependencies, little overhead): one
+    connection per thread, so threads may share it to keep several requests in flight."""
 
     def __init__(self, base_url: str, headers: dict[str, str] | None = None, timeout: float = 300.0) -> None:
         parsed = urllib.parse.urlsplit(base_url)
@@ -49,20 +50,21 @@ class Http:
         self.host, self.port = parsed.hostname, parsed.port or 80
         self.headers = dict(headers or {})
         self.timeout = timeout
-        self._conn: http.client.HTTPConnection | None = None
+        self._local = threading.local()
 
     def request(
         self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
     ) -> tuple[int, bytes]:
         for attempt in (0, 1):
-            if self._conn is None:
-                self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            conn = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._local.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
             try:
-                self._conn.request(method, path, body=body, headers={**self.headers, **(headers or {})})
-                response = self._conn.getresponse()
+                conn.request(method, path, body=body, headers={**self.headers, **(headers or {})})
+                response = conn.getresponse()
                 return response.status, response.read()
             except (ConnectionError, http.client.HTTPException):
-                self.close()
+                self.close()  # e.g. the server closed an idle kept-alive connection: open a new one once
                 if attempt:
                     raise
         raise AssertionError("unreachable")
@@ -82,9 +84,11 @@ class Http:
         return answer
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        """Close this thread's connection (the next request opens a new one)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
 
 
 def wait_http(url: str, timeout: float, proc: subprocess.Popen | None = None, ok: tuple[int, ...] = (200,)) -> None:
