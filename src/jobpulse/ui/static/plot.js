@@ -117,9 +117,16 @@ function warmUp(Plotly) {
     .then(() => { Plotly.purge(div); div.remove(); }, () => div.remove());
 }
 
-// A mark the benchmark and tests read: the first chart drawn on the page.
+// Marks the benchmark and tests read: the first chart drawn on the page (a preview drawn without
+// Plotly, or a Plotly chart), and the first interactive (Plotly) chart.
 export function markFirstChart() {
   if (window.__jpFirstChart) return;
   window.__jpFirstChart = performance.now();
   performance.mark("jp-first-chart");
+}
+
+export function markInteractiveChart() {
+  if (window.__jpChartInteractive) return;
+  window.__jpChartInteractive = performance.now();
+  performance.mark("jp-chart-interactive");
 }

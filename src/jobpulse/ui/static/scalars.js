@@ -1,5 +1,7 @@
 // Scalar charts from the downsampled series: mean line with a min/max band per variant (or per job),
 // a shared x-range across charts that refetches finer buckets when zoomed, step or time axis, smoothing.
+// A chart's first data is drawn at once by preview.js from the same traces and layout, without waiting
+// for Plotly.js; the Plotly chart replaces the preview in place when the library has loaded.
 
 import { api, jobPath, limiter } from "./api.js";
 import { h, isVisible, whenVisible } from "./dom.js";
@@ -7,8 +9,9 @@ import { duration, fullTime, num } from "./format.js";
 import { boot } from "./shell.js";
 import {
   alpha, baseLayout, color, CONFIG, followTheme, fromPlotTime, loadPlotly, markerShape, markFirstChart,
-  themeColors, toPlotTime,
+  markInteractiveChart, themeColors, toPlotTime,
 } from "./plot.js";
+import { drawPreview, hasPreview, removePreview } from "./preview.js";
 
 // Two chart queries at a time: the first charts on screen arrive sooner than if all shared the server at once.
 const fetchSlot = limiter(2);
@@ -87,6 +90,14 @@ function ema(values, weight) {
 
 const numeric = (v) => (typeof v === "number" ? v : null);
 
+// Resolves once the browser has had a frame to paint in (soon, too, where frames are not running).
+function nextPaint() {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 100);
+    requestAnimationFrame(() => setTimeout(() => { clearTimeout(timer); resolve(); }, 0));
+  });
+}
+
 export class ScalarChart {
   // source: {job} or {jobs: [...]}; label(series) names a trace.
   constructor({ metric, source, title, meta, label, colorOf, dashOf, wide = false }) {
@@ -147,21 +158,30 @@ export class ScalarChart {
     const controller = new AbortController();
     this.controller = controller;
     this.loadingKey = key;
-    if (!quiet && !this.plotted) this.setState(null);
+    if (!quiet && !this.plotted && !hasPreview(this.plot)) this.setState(null);
+    const library = loadPlotly();
+    library.catch(() => {}); // named below, once the data has been drawn
     try {
-      const [data, Plotly] = await Promise.all([
-        fetchSlot(() => (controller.signal.aborted ? Promise.reject(new DOMException("", "AbortError"))
-          : api(this.url(), { signal: controller.signal }))),
-        loadPlotly(),
-      ]);
+      const data = await fetchSlot(() => (controller.signal.aborted ? Promise.reject(new DOMException("", "AbortError"))
+        : api(this.url(), { signal: controller.signal })));
       if (controller.signal.aborted) return;
       if (!performance.getEntriesByName("jp-first-data").length) performance.mark("jp-first-data");
       this.data = data;
       this.loadedKey = key;
-      await this.draw(Plotly);
+      if (!this.plotted) {
+        // The preview first, even with Plotly.js at hand: it draws in a few milliseconds, Plotly's
+        // first plot of a chart takes a hundred or more, and the page paints in between.
+        this.drawPreview();
+        await (window.Plotly ? nextPaint() : library);
+        if (controller.signal.aborted) return;
+      }
+      await this.draw(window.Plotly);
     } catch (error) {
       if (error.name === "AbortError") return;
-      this.setState(error.message, true);
+      if (hasPreview(this.plot)) {
+        this.metaEl.textContent = `Static preview: ${error.message}`;
+        this.metaEl.classList.add("error");
+      } else this.setState(error.message, true);
     } finally {
       if (this.controller === controller) this.controller = null;
     }
@@ -231,6 +251,24 @@ export class ScalarChart {
     });
   }
 
+  emptyMessage() {
+    return this.view.range ? "No points in this range. Double-click or reset zoom to see all." : "No points yet.";
+  }
+
+  // The chart drawn without Plotly, in the box the Plotly chart will take (see preview.js).
+  drawPreview() {
+    if (!this.data) return;
+    this.plot.querySelector(".skeleton, .chart-state")?.remove();
+    if (!(this.data.series || []).length) {
+      removePreview(this.plot);
+      this.setState(this.emptyMessage());
+      return;
+    }
+    drawPreview(this.plot, this.traces(), this.layout());
+    this.updateMeta();
+    markFirstChart();
+  }
+
   async draw(Plotly) {
     Plotly = Plotly || window.Plotly;
     if (!Plotly || !this.data) return;
@@ -238,10 +276,12 @@ export class ScalarChart {
     this.plot.querySelector(".skeleton, .chart-state")?.remove();
     if (!series.length) {
       if (this.plotted) { Plotly.purge(this.plot); this.plotted = false; }
-      this.setState(this.view.range ? "No points in this range. Double-click or reset zoom to see all." : "No points yet.");
+      removePreview(this.plot);
+      this.setState(this.emptyMessage());
       return;
     }
     await Plotly.react(this.plot, this.traces(), this.layout(), CONFIG);
+    removePreview(this.plot); // after Plotly has drawn beneath it: no frame without a chart
     if (!this.plotted) {
       this.plotted = true;
       this.plot.on("plotly_relayout", (event) => this.onRelayout(event));
@@ -249,10 +289,13 @@ export class ScalarChart {
     }
     this.updateMeta();
     markFirstChart();
+    markInteractiveChart();
   }
 
   redraw() {
-    if (this.plotted && this.data) this.draw();
+    if (!this.data) return;
+    if (this.plotted) this.draw();
+    else if (hasPreview(this.plot)) this.drawPreview();
   }
 
   updateMeta() {
@@ -266,6 +309,7 @@ export class ScalarChart {
       step = ` · ${num(width)} steps per bucket`;
     }
     this.metaEl.textContent = `${num(points)} points${step}`;
+    this.metaEl.classList.remove("error");
   }
 
   onRelayout(event) {
@@ -291,6 +335,7 @@ export class ScalarChart {
     if (this.controller) this.controller.abort();
     this.unfollow();
     if (this.plotted && window.Plotly) window.Plotly.purge(this.plot);
+    removePreview(this.plot);
     this.el.remove();
   }
 }
