@@ -34,6 +34,14 @@ def test_a_chart_draws_the_downsampled_series_with_its_band(page: Any, ui_server
     screenshot(page, "job.png")
 
 
+def test_each_first_chart_is_requested_once(page: Any) -> None:
+    urls: list[str] = []
+    page.on("request", lambda r: urls.append(r.url) if "/scalars/chart" in r.url else None)
+    open_job(page)
+    page.wait_for_function("document.querySelectorAll('.chart.js-plotly-plot').length >= 4")
+    assert urls and len(urls) == len(set(urls)), urls
+
+
 def test_zooming_fetches_a_finer_series_for_the_range(page: Any) -> None:
     open_job(page)
     box = page.locator(f"{LOSS} .nsewdrag").bounding_box()

@@ -75,7 +75,7 @@ _PREFETCH = (
     "const run=()=>{{if(!lib||document.getElementById('plotly-js'))return;const s=document.createElement('script');"
     "s.src=lib;s.async=true;s.id='plotly-js';document.head.append(s)}};"
     "if(!cat||location.search||(location.hash&&location.hash!=='#metrics')){{run();return}}"
-    "started[cat].then(r=>r.ok?r.clone().json():null).then(c=>{{if(!c)return;"
+    "started.charts=started[cat].then(r=>r.ok?r.clone().json():null).then(c=>{{if(!c)return;"
     "for(const m of c.metrics.slice(0,2)){{const p=cat+'/chart?'+new URLSearchParams("
     "{{metric:m.metric,axis:'iter',buckets:'{buckets}'}});started[p]=get(p)}}}}).catch(()=>{{}}).finally(run)}})()"
     "</script>"

@@ -22,10 +22,14 @@ export function query(params) {
   return text ? `?${text}` : "";
 }
 
-// A request the page's HTML already started (see html.shell), taken over once.
-function prefetched(url, method) {
+// A request the page's HTML already started (see html.shell), taken over once. The first charts are
+// started when the metric list arrives: a chart asked for before then waits for that moment, so it is
+// not fetched twice.
+async function prefetched(url, method) {
   const started = window.__jpPrefetch;
-  if (method !== "GET" || !started || !started[url]) return null;
+  if (method !== "GET" || !started) return null;
+  if (!started[url] && started.charts && url.includes("/scalars/chart?")) await started.charts;
+  if (!started[url]) return null;
   const response = started[url];
   delete started[url];
   return response;
@@ -41,7 +45,7 @@ export async function api(path, { method = "GET", body, signal, params } = {}) {
   const url = path + query(params);
   let response;
   try {
-    response = await (prefetched(url, method)
+    response = await ((await prefetched(url, method))
       || fetch(url, { method, headers, body: payload, signal, credentials: "same-origin" }));
   } catch (error) {
     if (error.name === "AbortError") throw error;
