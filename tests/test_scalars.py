@@ -65,6 +65,14 @@ def test_replacing_points_keeps_rollup_buckets_exact(client):
     assert series["count"] == [2048, 2048] and series["mean"] == [3.0, 1.0]
 
 
+def test_replacing_more_points_than_one_statement_takes_keeps_buckets_exact(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0] * 25_000))
+    post_columns(client, scalar_series("j1", "loss", [3.0] * 25_000))  # every point replaced, in three slices
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 5}).json()
+    series = chart["series"][0]
+    assert sum(series["count"]) == 25_000 and series["mean"] == [3.0] * len(series["mean"])
+
+
 def test_time_axis_charts_use_the_rollup_too(client):
     body = scalar_series("j1", "loss", [float(i % 3) for i in range(30_000)])
     body["series"][0]["ts"] = [NOW_MS - 40_000_000 + i * 1000 for i in range(30_000)]  # one point a second

@@ -21,6 +21,7 @@ from .schema import rollup_select
 
 # table -> columns that, with job and ts, identify a row
 _IDENTITY = {"logs": ("worker", "seq"), "system": ("worker", "metric", "device")}
+_REPLACED_PER_STATEMENT = 10_000
 
 
 class Writer:
@@ -109,13 +110,16 @@ class Writer:
                 keep[i] = False
             else:
                 replaced.append(key)
-        if replaced:
-            source = (
-                f"(SELECT * FROM {self._db}.scalars FINAL WHERE (job, metric, variant, iter) "
-                "IN {replaced:Array(Tuple(String, String, String, Int64))})"
-            )
+        source = (
+            f"(SELECT * FROM {self._db}.scalars FINAL WHERE (job, metric, variant, iter) "
+            "IN {replaced:Array(Tuple(String, String, String, Int64))})"
+        )
+        # in slices: the engine's cost of one such statement grows much faster than its number of keys
+        # (20,000 keys 0.5 s, 40,000 keys 28 s)
+        for first in range(0, len(replaced), _REPLACED_PER_STATEMENT):
             self._engine.command(
-                f"INSERT INTO {self._db}.scalars_rollup {rollup_select(source, sign=-1)}", {"replaced": replaced}
+                f"INSERT INTO {self._db}.scalars_rollup {rollup_select(source, sign=-1)}",
+                {"replaced": replaced[first : first + _REPLACED_PER_STATEMENT]},
             )
         return table if keep.all() else table.filter(pa.array(keep))
 
