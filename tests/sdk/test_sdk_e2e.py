@@ -198,3 +198,87 @@ def test_spool_of_a_killed_run_is_replayed_by_the_next_run(tmp_path):
         assert not sp.spool_files(killed_dir) and not killed_dir.exists()
     finally:
         srv.stop()
+
+
+PIPELINE_SCRIPT = """
+import os
+import jobpulse
+
+run = jobpulse.init(project="e2e", job="e2e-pipeline", backoff_cap=0.5, flush_timeout=120)
+keys = ["a", "b", "train/c", "train/d"]
+for step in range({n}):
+    run.log({{k: float(step) for k in keys}}, step=step)
+assert run.flush(timeout=60)
+os.write(1, b"FIRST\\n")  # past the console capture: not a log line
+# queued faster than the server stores them, each batch encoded while the one before is on
+# the wire: two more rounds over the same steps (the last must win), then new steps (large batches)
+for rnd in (1, 2):
+    for step in range({n}):
+        run.log({{k: rnd * 1e6 + step for k in keys}}, step=step)
+    run.text(f"round {{rnd}} queued")
+for step in range({n}, 3 * {n}):
+    run.log({{k: 3e6 + step for k in keys}}, step=step)
+os.write(1, b"QUEUED\\n")
+run.finish()
+"""
+
+
+def test_pipelined_batches_keep_their_order_through_a_server_restart(tmp_path):
+    n = 10_000
+    srv = ServerProcess(data_dir=tmp_path / "data", config_dir=tmp_path / "config")
+    srv.data_dir.mkdir()
+    srv.config_dir.mkdir()
+    srv.start()
+    proc = None
+    try:
+        proc = s.start_client(PIPELINE_SCRIPT.format(n=n), s.client_env(srv, tmp_path / "spool"))
+        s.wait_for(lambda: proc.stdout.readline() in ("FIRST\n", ""), 60, "the first round", interval=0)
+        s.wait_for(lambda: proc.stdout.readline() in ("QUEUED\n", ""), 60, "the later rounds", interval=0)
+        srv.kill()  # while batches of the later rounds are on the wire
+        time.sleep(0.5)
+        assert proc.poll() is None, "the run delivered everything before the outage"
+        srv.start()
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "cannot reach" in err
+        for metric, variant in (("a", "a"), ("b", "b"), ("train", "c"), ("train", "d")):
+            points = s.all_points(srv, "e2e-pipeline", metric, variant)
+            assert points["iter"] == list(range(3 * n))
+            assert points["value"] == [2e6 + i for i in range(n)] + [3e6 + i for i in range(n, 3 * n)]
+        msgs = [line["msg"] for line in s.all_lines(srv, "e2e-pipeline")]
+        assert msgs == ["round 1 queued", "round 2 queued"]
+        workers = s.api_get(srv, "/jp/v1/jobs/e2e-pipeline")["workers"]
+        assert [w["status"] for w in workers] == ["completed"]
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        srv.stop()
+
+
+def test_a_server_that_refuses_large_batches_gets_them_in_parts(tmp_path, capfd):
+    from jobpulse.sdk.run import Run
+    from jobpulse.testing import running_server
+
+    steps, keys = 20_000, ["x", "y", "z"]
+    with running_server(tmp_path / "srv", env={"JOBPULSE_MAX_EVENTS": "25000"}) as srv:
+        run = Run(
+            project="e2e",
+            job="e2e-split",
+            url=srv.url,
+            api_key=srv.api_key,
+            capture_console=False,
+            handle_sigterm=False,
+            spool_dir=tmp_path / "spool",
+            replay_spool=False,
+            flush_timeout=120,
+        )
+        for step in range(steps):  # 60,000 points queued at once: batches larger than the server takes
+            run.log({k: step * 0.5 for k in keys}, step=step)
+        delivery = run.finish()
+        assert delivery.dropped_events == 0 and delivery.spooled_events == 0
+        assert delivery.sent_events == steps * len(keys)
+        for key in keys:
+            points = s.all_points(srv, "e2e-split", key, key)
+            assert points["iter"] == list(range(steps)) and points["value"][-1] == (steps - 1) * 0.5
+    assert "too large" in capfd.readouterr().err

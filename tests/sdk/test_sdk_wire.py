@@ -8,7 +8,7 @@ import orjson
 import pytest
 import zstandard
 
-from jobpulse.sdk.wire import ITER_MAX, Batch, check_iter, plot_json, split_key, wire_number
+from jobpulse.sdk.wire import ITER_MAX, Batch, Request, check_iter, plot_json, split_key, split_request, wire_number
 
 
 class Recorder:
@@ -130,3 +130,87 @@ def test_plot_json_accepts_figures_dicts_and_strings():
     plotly = pytest.importorskip("plotly.graph_objects")
     fig = plotly.Figure(data=[plotly.Scatter(y=[1, 2, 3])])
     assert orjson.loads(plot_json(fig))["data"][0]["y"] == [1, 2, 3]
+
+
+def test_log_dicts_with_changing_keys_and_scalars_keep_the_order_of_every_series():
+    problems = Recorder()
+    batch = Batch("p", "j", "w", problems)
+    ts = 1_700_000_000_000_000_000
+    batch.add_dict(ts, 0, {"loss": 1.0, "lr": 0.1})
+    batch.add_dict(ts, 1, {"lr": 0.2, "loss": 2.0})  # same keys, another order: same block
+    batch.add_dict(ts, 2, {"loss": 3.0, "eval/acc": 0.5})
+    batch.add_scalar(ts, "loss", "loss", 2, 3.5)  # after the run.log point of the same iteration
+    batch.add_dict(ts, 3, {"loss": 4.0, 7: 1.0, "lr": float("inf")})
+    batch.add_dict(ts, 4, {"loss": 5.0, "lr": 0.5})
+    assert batch.points == 11
+    (request,) = batch.requests(None)
+    series = {(s["metric"], s["variant"]): (s["iter"], s["value"]) for s in decode(request)["series"]}
+    assert series == {
+        ("loss", "loss"): ([0, 1, 2, 2, 3, 4], [1.0, 2.0, 3.0, 3.5, 4.0, 5.0]),
+        ("lr", "lr"): ([0, 1, 3, 4], [0.1, 0.2, "Infinity", 0.5]),
+        ("eval", "acc"): ([2], [0.5]),
+    }
+    assert request.events == 11
+    assert [kind for kind, _ in problems.calls] == ["bad-key"]
+
+
+@pytest.mark.parametrize("encoding", ["", "zstd"])
+def test_split_request_halves_the_events_and_keeps_every_field(encoding):
+    batch = Batch("p", "j", "w", Recorder())
+    for i in range(7):
+        batch.add_dict(1_700_000_000_000_000_000 + i * 1_000_000, i, {"a": float(i), "b/c": -float(i)})
+    batch.add_line(1_700_000_000_000, 5, "info", "hello")
+    compress = zstandard.ZstdCompressor(level=3).compress if encoding else None
+    (request,) = batch.requests(compress)
+    assert request.encoding == encoding and request.events == 15
+    first, second = split_request(request)
+    assert (first.events, second.events) == (7, 8) and first.encoding == second.encoding == encoding
+    whole = decode(request)
+    points = []
+    for part in (first, second):
+        doc = decode(part)
+        assert (doc["project"], doc["job"], doc["worker"]) == ("p", "j", "w")
+        for s in doc["series"]:
+            fixed = {k: v for k, v in s.items() if not isinstance(v, list)}
+            columns = [k for k, v in s.items() if isinstance(v, list)]
+            points.extend((tuple(fixed.items()), *(s[k][n] for k in columns)) for n in range(len(s["ts"])))
+    expected = []
+    for s in whole["series"]:
+        fixed = {k: v for k, v in s.items() if not isinstance(v, list)}
+        columns = [k for k, v in s.items() if isinstance(v, list)]
+        expected.extend((tuple(fixed.items()), *(s[k][n] for k in columns)) for n in range(len(s["ts"])))
+    assert points == expected
+
+
+def test_split_request_of_json_lines_and_what_cannot_be_split():
+    batch = Batch("p", "j", "w", Recorder())
+    for i in range(5):
+        batch.add_vector(1_700_000_000_000_000_000, "hist", "h", i, [1, 2])
+    (request,) = batch.requests(None)
+    first, second = split_request(request)
+    assert [e["iter"] for e in decode(first)] == [0, 1] and [e["iter"] for e in decode(second)] == [2, 3, 4]
+    assert (first.events, second.events) == (2, 3)
+    one = Batch("p", "j", "w", Recorder())
+    one.add_dict(1_700_000_000_000_000_000, 0, {"a": 1.0})
+    assert split_request(one.requests(None)[0]) is None  # a single event
+    assert split_request(Request("PUT", "/jp/v1/jobs/j/files/x", b"\x89PNG", "image/png", kind="file")) is None
+    assert split_request(Request("POST", "/jp/v1/ingest", b"{not json", events=2)) is None
+
+
+def test_a_batch_is_fresh_while_every_point_is_above_its_series_frontier():
+    ts = 1_700_000_000_000_000_000
+    assert Batch("p", "j", "w", Recorder()).fresh  # empty: fresh
+    unknown = Batch("p", "j", "w", Recorder())  # no frontier known: nothing is fresh
+    unknown.add_dict(ts, 10, {"loss": 1.0})
+    assert not unknown.fresh
+    frontier = {("loss", "loss"): 9, ("train", "acc"): 20}
+    batch = Batch("p", "j", "w", Recorder(), frontier)
+    batch.add_dict(ts, 10, {"loss": 1.0, "lr": 0.1})  # lr: nothing stored
+    batch.add_dict(ts, 5, {"lr": 0.1})
+    batch.add_scalar(ts, "train", "acc", 21, 0.5)
+    assert batch.fresh
+    batch.add_dict(ts, 20, {"train/acc": 0.5})  # iteration 20 of train/acc is stored
+    assert not batch.fresh
+    batch.requests(None)
+    batch.advance(frontier)
+    assert frontier == {("loss", "loss"): 10, ("train", "acc"): 21, ("lr", "lr"): 10}

@@ -1,11 +1,33 @@
 """The background thread that delivers what the caller queued.
 
 Every ``flush_interval`` seconds, or sooner when the queue holds ``batch_records``
-records or a flush is asked for, the thread drains the queue into batches (bounded in
-points and bytes), encodes them (columnar JSON, zstd) and sends them. Prepared requests
-(job and worker registration and status) are sent in queue order between batches.
+records or a flush is asked for, the thread drains the queue into batches, encodes them
+(columnar JSON, zstd) and sends them. Prepared requests (job and worker registration and
+status) are sent in queue order between batches.
 
-Delivery: one attempt per request. When it fails (no connection, timeout, 408/429/5xx)
+Batch size adapts to the queue: a batch is sent once it holds ``batch_points`` points
+(or ``batch_bytes``) and nothing more waits in the queue; while records wait (the caller
+reports faster than the server stores) a fresh batch grows up to ``max_batch_points``
+(or ``max_batch_bytes``): fewer, larger requests, each stored by the server with one
+insert. Fresh (see ``jobpulse.sdk.wire``): no scalar at or below the highest iteration
+of its series already stored or sent. The server replaces stored points at a cost that
+grows faster than their number in one request, so a batch that may replace any stays at
+``batch_points``. What is stored is known when the job registration answers that this
+run created the job (nothing), else asked once from ``/jp/v1/scalars/latest`` when a
+batch could grow; until then batches stay at their normal size.
+
+While the queue holds ``batch_records`` records or more, the thread drains it again at
+once instead of sleeping. A server that answers 413 (too large) gets the request again
+in two halves (halved again if need be), and later batches stay below what it refused.
+
+Pipelining: a batch's request is written, and its answer read only when the next
+request is ready to go (or the queue is drained), so the next batch is encoded while
+the server stores this one. At most one request is on the wire, and the next is begun
+only after the answer to the one before it: requests reach the server in queue order,
+and a request whose answer says "keep" is in the spool before anything that follows it.
+
+Delivery: one attempt per request (its timeout is ``request_timeout`` per ``batch_points``
+events, so a large batch gets longer). When it fails (no connection, timeout, 408/429/5xx)
 the request is written to the spool and the server is taken as down for a backoff
 (exponential, ``backoff_base`` doubling up to ``backoff_cap``, with jitter: a random
 50-100 % of it). While the server is down or the spool still holds requests of this
@@ -22,6 +44,7 @@ After the caller's own backlog, spool directories that dead processes left behin
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -36,9 +59,10 @@ from jobpulse.sdk import spool as sp
 from jobpulse.sdk.media import encode_image, file_name
 from jobpulse.sdk.problems import Problems
 from jobpulse.sdk.replay import replay_backlog, replay_orphans
-from jobpulse.sdk.transport import DROP, KEEP, OK, Transport, quote
+from jobpulse.sdk.transport import DROP, KEEP, OK, RETRY, Answer, Pending, Transport, quote
 from jobpulse.sdk.wire import (
     IMAGE,
+    ITER_MIN,
     LINE,
     LOG_DICT,
     MARK,
@@ -49,6 +73,7 @@ from jobpulse.sdk.wire import (
     Batch,
     Request,
     check_iter,
+    split_request,
 )
 
 _MIME = {
@@ -73,6 +98,8 @@ class SenderConfig:
     batch_records: int = 5_000
     batch_points: int = 20_000
     batch_bytes: int = 2_000_000
+    max_batch_points: int = 200_000  # while the queue is deep (see the module docstring)
+    max_batch_bytes: int = 16_000_000
     request_timeout: float = 10.0
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
@@ -112,6 +139,11 @@ class Sender:
         self._next_flush = 0.0
         self.backlog: deque[Path] = deque()
         self._inflight: Request | None = None
+        self._pending: Pending | None = None  # begun, answer not read yet (sender thread only)
+        self._max_points = cfg.max_batch_points  # lowered when the server refuses a size (413)
+        self._iters: dict[tuple[str, str], int] = {}  # (metric, variant) -> highest iteration stored or sent
+        self._stored_known = False  # whether _iters covers what was stored before this run
+        self._next_lookup = 0.0
         self.orphans: list[Path] = []
         self._compress = zstandard.ZstdCompressor(level=3).compress
         self._thread = threading.Thread(target=self._run, name="jobpulse-sender", daemon=True)
@@ -130,7 +162,7 @@ class Sender:
 
     def busy(self) -> bool:
         """Whether anything of this run, or a replayable left-over, still waits."""
-        return bool(self.q or self.backlog or self.orphans)
+        return bool(self.q or self.backlog or self.orphans or self._pending)
 
     def close(self, timeout: float) -> Delivery:
         """Send what is queued, waiting at most ``timeout`` s; spool whatever is left."""
@@ -182,6 +214,10 @@ class Sender:
                 self.problems("sender-error", f"internal error in the sender thread: {exc!r}")
             if self._stop:
                 break
+        try:
+            self._settle()
+        except Exception as exc:
+            self.problems("sender-error", f"internal error in the sender thread: {exc!r}")
 
     def _startup(self) -> None:
         self.spool.claim()
@@ -192,7 +228,13 @@ class Sender:
         if self.cfg.replay_orphans:
             self.orphans = list(sp.orphan_dirs(self.spool.root, skip=self.spool.dir))
 
+    def _deep(self) -> bool:
+        """Whether the caller reports faster than the sender drains: the queue holds a batch's worth."""
+        return len(self.q) >= self.cfg.batch_records and not self._stop
+
     def _sleep_time(self) -> float:
+        if self._deep():
+            return 0.0
         now = time.monotonic()
         wait = min(0.25, max(0.0, self._next_flush - now))
         if (self.backlog or self.orphans) and self._down_until > now:
@@ -207,6 +249,9 @@ class Sender:
             self._flush_now = False
             self._drain(len(self.q), self._compress)
             self._next_flush = time.monotonic() + self.cfg.flush_interval
+        if self._deep() and not (self.backlog or self.orphans):
+            return  # straight on to the next drain, the last request still on the wire
+        self._settle()
         if time.monotonic() >= self._down_until and not self.spool_only:
             if self.backlog:
                 replay_backlog(self, 0.5)
@@ -216,11 +261,11 @@ class Sender:
     # -- draining -------------------------------------------------------------------------
 
     def _new_batch(self) -> Batch:
-        return Batch(self.cfg.project, self.cfg.job, self.cfg.worker, self.problems)
+        frontier = self._iters if self._stored_known else None
+        return Batch(self.cfg.project, self.cfg.job, self.cfg.worker, self.problems, frontier)
 
     def _drain(self, limit: int, compress) -> None:
         batch = self._new_batch()
-        cfg = self.cfg
         q = self.q
         for _ in range(limit):
             try:
@@ -243,23 +288,63 @@ class Sender:
                     self._image(batch, rec)
                 elif tag == REQUEST:
                     self._ship(batch, compress)
-                    batch = self._new_batch()
                     self._deliver(rec[1])
+                    batch = self._new_batch()  # after the answer: a job registration may tell what is stored
                 elif tag == MARK:
                     self._ship(batch, compress)
                     batch = self._new_batch()
+                    self._settle()
                     rec[1].set()
             except Exception as exc:  # one bad record must not cost the others
                 self.problems("record-error", f"a record could not be encoded ({exc!r}); dropped")
-            if batch.points >= cfg.batch_points or batch.size >= cfg.batch_bytes:
+            if self._full(batch):
                 self._ship(batch, compress)
+                if q and batch.scalars and not self._stored_known and time.monotonic() >= self._next_lookup:
+                    self._look_up_stored()  # records wait: the next batch could grow if it is fresh
                 batch = self._new_batch()
         self._ship(batch, compress)
 
+    def _full(self, batch: Batch) -> bool:
+        """Full at ``batch_points``; while more records wait, at ``max_batch_points`` (see the docstring)."""
+        cfg = self.cfg
+        if batch.points >= self._max_points:
+            return True
+        if batch.points < cfg.batch_points and batch.size < cfg.batch_bytes:
+            return False
+        if not batch.fresh:
+            return True
+        return not self.q or batch.points >= cfg.max_batch_points or batch.size >= cfg.max_batch_bytes
+
     def _ship(self, batch: Batch, compress) -> None:
         if batch:
-            for request in batch.requests(compress):
-                self._deliver(request)
+            requests = batch.requests(compress)
+            batch.advance(self._iters)
+            for request in requests:
+                self._deliver(request, wait=False)
+
+    def _look_up_stored(self) -> None:
+        """Learn the highest stored iteration of each series of the job: what a fresh batch must exceed."""
+        self._settle()
+        if self.spool_only or self.backlog or time.monotonic() < self._down_until:
+            return
+        self._next_lookup = time.monotonic() + 30.0
+        request = Request("GET", f"/jp/v1/scalars/latest?jobs={quote(self.cfg.job)}", kind="read")
+        answer = self.transport.send(request, self._timeout(request))
+        found: dict[tuple[str, str], int] = {}
+        if answer.status == 200:
+            try:
+                for row in orjson.loads(answer.body)["jobs"][self.cfg.job]:
+                    found[(row["metric"], row["variant"])] = int(row["iter"])
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                return
+        elif answer.status != 404:  # 404: no such job yet, nothing stored
+            if answer.outcome != RETRY:
+                self._next_lookup = float("inf")  # the key may not read: batches keep their normal size
+            return
+        for key, it in found.items():
+            if it > self._iters.get(key, ITER_MIN - 1):
+                self._iters[key] = it
+        self._stored_known = True
 
     def _image(self, batch: Batch, rec: tuple) -> None:
         _, ts_ns, metric, variant, it, key, source = rec
@@ -280,17 +365,27 @@ class Sender:
 
     # -- delivery -------------------------------------------------------------------------
 
-    def _timeout(self) -> float:
+    def _timeout(self, request: Request) -> float:
+        """``request_timeout`` per ``batch_points`` events (a large batch gets longer), within the deadline."""
+        timeout = self.cfg.request_timeout * max(1.0, request.events / max(1, self.cfg.batch_points))
         if self._deadline is None:
-            return self.cfg.request_timeout
-        return max(0.05, min(self.cfg.request_timeout, self._deadline - time.monotonic()))
+            return timeout
+        return max(0.05, min(timeout, self._deadline - time.monotonic()))
 
-    def _deliver(self, request: Request) -> bool | str:
-        """Send now if the line is clear, else spool. A file upload returns its URL when sent."""
+    def _deliver(self, request: Request, wait: bool = True) -> bool | str:
+        """Send now if the line is clear, else spool. A file upload returns its URL when sent.
+
+        With ``wait=False`` the answer is read later, by ``_settle``: before the next request
+        is sent or spooled, before a mark is set, and when the queue is drained.
+        """
+        self._settle()
         if self.spool_only or self.backlog or time.monotonic() < self._down_until:
             self._put(request)
             return False
         self._inflight = request
+        if not wait:
+            self._pending = self.transport.begin(request, self._timeout(request))
+            return True
         try:
             result = self.send(request)
         finally:
@@ -299,6 +394,19 @@ class Sender:
             self._put(request)
             return False
         return result
+
+    def _settle(self) -> None:
+        """Read the answer to the request begun last, if any (spooling it when it must be kept)."""
+        pending = self._pending
+        if pending is None or (self._thread.is_alive() and threading.current_thread() is not self._thread):
+            return  # close() spooling from the caller's thread: the live sender thread owns the connection
+        self._pending = None
+        try:
+            result = self._answered(pending.request, self.transport.complete(pending))
+        finally:
+            self._inflight = None
+        if result is None:
+            self._put(pending.request)
 
     def _put(self, request: Request) -> None:
         try:
@@ -309,13 +417,19 @@ class Sender:
 
     def send(self, request: Request) -> bool | str | None:
         """True/URL when done with (sent, or dropped as bad), None when it must be kept."""
-        answer = self.transport.send(request, self._timeout())
+        return self._answered(request, self.transport.send(request, self._timeout(request)))
+
+    def _answered(self, request: Request, answer: Answer) -> bool | str | None:
         if answer.outcome == OK:
             self._failures = 0
             self.sent_events += request.events
             return self._accepted(request, answer.body)
         self.last_error = answer.detail
         if answer.outcome == DROP:
+            if answer.status == 413:
+                halves = split_request(request)
+                if halves is not None:
+                    return self._send_halves(request, halves)
             self.dropped_events += request.events
             self.problems(
                 f"rejected-{answer.status}",
@@ -340,7 +454,30 @@ class Sender:
             )
         return None
 
+    def _send_halves(self, request: Request, halves: list[Request]) -> bool | None:
+        """Send a request the server found too large as two (each halved again if need be).
+
+        When a half must be kept, the whole request is kept: sent again later, the half that
+        went through is stored again under the same keys, which the server makes harmless.
+        """
+        self._max_points = max(1, min(self._max_points, request.events // 2))
+        self.problems(
+            "split",
+            f"the server at {self.url} found a request of {request.events} events too large; "
+            "sending it in parts, and smaller batches from now on",
+        )
+        sent = self.sent_events
+        for half in halves:
+            if self.send(half) is None:
+                self.sent_events = sent
+                return None
+        return True
+
     def _accepted(self, request: Request, body: bytes) -> bool | str:
+        if request.kind == "job" and request.method == "POST" and body:
+            with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+                if orjson.loads(body).get("created") is True:
+                    self._stored_known = True  # a job this run created has nothing stored yet
         if request.kind not in ("ingest", "file") or not body:
             return True
         try:

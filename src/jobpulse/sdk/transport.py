@@ -1,11 +1,17 @@
-"""A keep-alive HTTP client for the sender thread (standard library only)."""
+"""A keep-alive HTTP client for the sender thread (standard library only).
+
+``send`` writes a request and reads its answer. ``begin`` only writes it, and
+``complete`` reads the answer later: the sender encodes its next batch in between, while
+the server works on this one. One connection carries one request at a time, so requests
+reach the server, and are answered, in the order they were begun.
+"""
 
 from __future__ import annotations
 
 import http.client
 import socket
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jobpulse.sdk.wire import Request
 
@@ -21,6 +27,21 @@ class Answer:
     status: int  # 0 when no answer came
     body: bytes
     detail: str = ""
+
+
+@dataclass
+class Pending:
+    """A request written to the connection whose answer was not read yet (see ``Transport.begin``)."""
+
+    request: Request
+    headers: dict[str, str] = field(repr=False)
+    wait: float
+    attempt: int = 0
+    answer: Answer | None = None  # set when the request could not be written at all
+
+
+# Errors of a kept-alive connection that the server closed while it was idle: sent again once, on a fresh one.
+_STALE = (http.client.RemoteDisconnected, BrokenPipeError)
 
 
 def classify(status: int, kind: str) -> str:
@@ -71,30 +92,63 @@ class Transport:
             self._conn = None
 
     def send(self, request: Request, timeout: float | None = None) -> Answer:
+        """Write ``request`` and wait for its answer."""
+        return self.complete(self.begin(request, timeout))
+
+    def begin(self, request: Request, timeout: float | None = None) -> Pending:
+        """Write ``request``; its answer is read by ``complete``, which must come before the next ``begin``."""
         headers = {"User-Agent": USER_AGENT, "Content-Type": request.content_type}
         if request.encoding:
             headers["Content-Encoding"] = request.encoding
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         wait = self.timeout if timeout is None else max(0.05, timeout)
-        for attempt in (0, 1):
-            conn = self._connection(wait)
+        pending = Pending(request, headers, wait)
+        self._write(pending)
+        return pending
+
+    def _write(self, pending: Pending) -> None:
+        request = pending.request
+        while True:
+            conn = self._connection(pending.wait)
             try:
-                conn.request(request.method, self.prefix + request.path, body=request.body, headers=headers)
+                conn.request(request.method, self.prefix + request.path, body=request.body, headers=pending.headers)
+                return
+            except (OSError, http.client.HTTPException) as exc:
+                self.close()
+                if pending.attempt == 0 and isinstance(exc, _STALE):
+                    pending.attempt = 1
+                    continue
+                pending.answer = _failed(exc)
+                return
+
+    def complete(self, pending: Pending) -> Answer:
+        """The answer to a request written by ``begin``."""
+        while pending.answer is None:
+            conn = self._conn
+            if conn is None:  # closed in between (the run is ending)
+                return Answer(RETRY, 0, b"", "connection closed")
+            try:
                 resp = conn.getresponse()
                 body = resp.read()
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
-                # a kept-alive connection the server closed fails at once: retry on a fresh one
-                if attempt == 0 and isinstance(exc, http.client.RemoteDisconnected | BrokenPipeError):
+                # a kept-alive connection the server closed fails at once: send again on a fresh one
+                if pending.attempt == 0 and isinstance(exc, _STALE):
+                    pending.attempt = 1
+                    self._write(pending)
                     continue
-                detail = "timed out" if isinstance(exc, socket.timeout) else f"{type(exc).__name__}: {exc}"
-                return Answer(RETRY, 0, b"", detail)
+                return _failed(exc)
             if resp.will_close:
                 self.close()
-            outcome = classify(resp.status, request.kind)
+            outcome = classify(resp.status, pending.request.kind)
             return Answer(outcome, resp.status, body, "" if outcome == OK else _detail(resp.status, body))
-        return Answer(RETRY, 0, b"", "connection closed")  # pragma: no cover
+        return pending.answer
+
+
+def _failed(exc: BaseException) -> Answer:
+    detail = "timed out" if isinstance(exc, socket.timeout) else f"{type(exc).__name__}: {exc}"
+    return Answer(RETRY, 0, b"", detail)
 
 
 def _detail(status: int, body: bytes) -> str:

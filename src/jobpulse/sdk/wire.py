@@ -16,13 +16,25 @@ Queued records (the first item is the tag):
 - ``(LINE, ts_ms, seq, level, msg)`` console lines, logging records, ``run.text``
 - ``(REQUEST, Request)`` a prepared HTTP request (job and worker registration, status)
 - ``(MARK, threading.Event)`` set once every record queued before it is sent or spooled
+
+``run.log`` records cost little to add: a record whose values are all finite floats is
+kept as it is, with the consecutive records that have the same keys (a "block": their
+steps, times and dicts); a block is turned into one column per key only when the batch
+is encoded (or before a scalar of another kind is added, so points keep their order).
+
+A batch knows whether it is "fresh": every scalar above the highest iteration already
+stored (or sent) for its series, by the ``frontier`` it was given (None: not known, so
+not fresh). The server stores fresh points cheaply in any number; points that replace
+stored ones cost it more the more there are in one request, so the sender sends only
+fresh batches larger than its normal size.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from operator import itemgetter
 
 import orjson
 
@@ -35,6 +47,8 @@ MAX_NAME_CHARS = 255
 LEVELS = ("debug", "info", "warning", "error", "critical")
 
 _JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+_FLOAT = {float}
+_NONE = ITER_MIN - 1  # below every iteration: the frontier of a series with nothing stored
 
 
 @dataclass
@@ -88,20 +102,40 @@ def check_iter(value: object) -> int:
 Problem = Callable[[str, str], None]  # (kind of problem, message) -> None
 
 
+class _Block:
+    """Consecutive ``run.log`` records with the same keys, kept as they came."""
+
+    __slots__ = ("view", "keys", "floor", "iters", "tss", "dicts")
+
+    def __init__(self, view, keys: list[tuple[object, tuple[str, str]]], floor: int) -> None:
+        self.view = view  # the keys of its first dict, to compare the next record's with
+        self.keys = keys  # (key, (metric, variant)) of its valid keys
+        self.floor = floor  # a step above it is fresh for every series of the block
+        self.iters: list[int] = []
+        self.tss: list[int] = []
+        self.dicts: list[dict] = []
+
+
 class Batch:
     """Accumulates records of one job/worker and encodes them as ingest requests."""
 
-    def __init__(self, project: str, job: str, worker: str, problem: Problem) -> None:
+    def __init__(
+        self, project: str, job: str, worker: str, problem: Problem, frontier: dict[tuple[str, str], int] | None = None
+    ) -> None:
         self.project = project
         self.job = job
         self.worker = worker
         self.problem = problem
+        self.frontier = frontier  # (metric, variant) -> highest iteration stored or sent; None: unknown
+        self.fresh = True  # no scalar at or below its series' frontier (see the module docstring)
         self.scalars: dict[tuple[str, str], tuple[list, list, list]] = {}
         self.lines: dict[str, tuple[list, list, list]] = {}
         self.others: list[dict] = []
         self.points = 0
         self.size = 0  # rough uncompressed size in bytes
-        self._by_key: dict[object, tuple[list, list, list]] = {}  # run.log key -> its series' columns
+        self._blocks: list[_Block] = []  # run.log records not yet in ``scalars``, in order
+        self._block: _Block | None = None  # the last of them
+        self._names: dict[object, tuple[str, str]] = {}  # run.log key -> (metric, variant)
 
     def __bool__(self) -> bool:
         return self.points > 0
@@ -118,6 +152,10 @@ class Batch:
                 "such values are dropped",
             )
             return
+        if self._blocks:
+            self._columns()  # the run.log points before this one come first
+        if self.fresh and (self.frontier is None or it <= self.frontier.get((metric, variant), _NONE)):
+            self.fresh = False
         cols = self.scalars.get((metric, variant))
         if cols is None:
             cols = self.scalars[(metric, variant)] = ([], [], [])
@@ -128,40 +166,74 @@ class Batch:
         self.size += 24
 
     def add_dict(self, ts_ns: int, step: object, values: dict) -> None:
-        try:
-            it = check_iter(step)
-        except (TypeError, ValueError, OverflowError) as exc:
-            self.problem("bad-step", f"run.log step {step!r} is not a valid iteration ({exc}); dropped")
-            return
-        ts = ts_ns // 1_000_000
-        by_key = self._by_key
-        added = 0
+        if type(step) is not int or not ITER_MIN <= step <= ITER_MAX:
+            try:
+                step = check_iter(step)
+            except (TypeError, ValueError, OverflowError) as exc:
+                self.problem("bad-step", f"run.log step {step!r} is not a valid iteration ({exc}); dropped")
+                return
+        numbers = values.values()
+        if set(map(type, numbers)) != _FLOAT or (total := sum(numbers)) - total != 0.0:
+            values = self._numbers(values)  # not all finite floats (a finite sum has no NaN or infinity)
+        block = self._block
+        if block is None or values.keys() != block.view:
+            if not values:
+                return
+            block = self._open(values)
+        width = len(block.keys)
+        if width:
+            if step <= block.floor:
+                self.fresh = False
+            block.iters.append(step)
+            block.tss.append(ts_ns // 1_000_000)
+            block.dicts.append(values)
+            self.points += width
+            self.size += 24 * width
+
+    def _numbers(self, values: dict) -> dict:
+        """``values`` as wire numbers; what is not a number is reported and left out."""
+        out = {}
         for key, value in values.items():
-            cols = by_key.get(key)
-            if cols is None:
+            try:
+                out[key] = wire_number(value)
+            except (TypeError, ValueError, OverflowError):
+                self.problem(
+                    "not-a-number",
+                    f"value of {key!r} is not a number ({type(value).__name__}); such values are dropped",
+                )
+        return out
+
+    def _open(self, values: dict) -> _Block:
+        names = self._names
+        keys = []
+        for key in values:
+            found = names.get(key)
+            if found is None:
                 if not isinstance(key, str) or not key:
                     self.problem("bad-key", f"run.log key {key!r} is not a non-empty string; dropped")
                     continue
-                names = split_key(key[:MAX_NAME_CHARS])
-                cols = self.scalars.get(names)
+                found = names[key] = split_key(key[:MAX_NAME_CHARS])
+            keys.append((key, found))
+        frontier = self.frontier
+        # with no frontier known, nothing is fresh
+        floor = ITER_MAX if frontier is None else max((frontier.get(n, _NONE) for _, n in keys), default=_NONE)
+        block = self._block = _Block(values.keys(), keys, floor)
+        self._blocks.append(block)
+        return block
+
+    def _columns(self) -> None:
+        """Move the kept ``run.log`` records into the per-series columns, in order."""
+        scalars = self.scalars
+        for block in self._blocks:
+            for key, names in block.keys:
+                cols = scalars.get(names)
                 if cols is None:
-                    cols = self.scalars[names] = ([], [], [])
-                by_key[key] = cols
-            if type(value) is not float or value - value != 0.0:  # the common case skips the call
-                try:
-                    value = wire_number(value)
-                except (TypeError, ValueError, OverflowError):
-                    self.problem(
-                        "not-a-number",
-                        f"value of {key!r} is not a number ({type(value).__name__}); such values are dropped",
-                    )
-                    continue
-            cols[0].append(it)
-            cols[1].append(ts)
-            cols[2].append(value)
-            added += 1
-        self.points += added
-        self.size += 24 * added
+                    cols = scalars[names] = ([], [], [])
+                cols[0].extend(block.iters)
+                cols[1].extend(block.tss)
+                cols[2].extend(map(itemgetter(key), block.dicts))
+        self._blocks = []
+        self._block = None
 
     def add_scalar(self, ts_ns: int, metric: str, variant: str, it: object, value: object) -> None:
         try:
@@ -214,6 +286,8 @@ class Batch:
 
     def requests(self, compress: Callable[[bytes], bytes] | None) -> list[Request]:
         """The requests carrying this batch: columnar for scalars and lines, JSON lines for the rest."""
+        if self._blocks:
+            self._columns()
         out: list[Request] = []
         series: list[dict] = []
         for (metric, variant), (iters, tss, values) in self.scalars.items():
@@ -243,6 +317,14 @@ class Batch:
             out.append(self._request(body, "application/x-ndjson", len(self.others), compress))
         return out
 
+    def advance(self, frontier: dict[tuple[str, str], int]) -> None:
+        """Raise ``frontier`` to the highest iteration of each series of this (encoded) batch."""
+        for key, (iters, _, _) in self.scalars.items():
+            if iters:
+                top = max(iters)
+                if top > frontier.get(key, _NONE):
+                    frontier[key] = top
+
     def _request(
         self, body: bytes, ctype: str, count: int, compress: Callable[[bytes], bytes] | None
     ) -> Request:
@@ -251,6 +333,77 @@ class Batch:
             body = compress(body)
             encoding = "zstd"
         return Request("POST", "/jp/v1/ingest", body, ctype, encoding, count, "ingest")
+
+
+def split_request(request: Request) -> list[Request] | None:
+    """An ingest request as two, each with about half of its events; None when it cannot be split.
+
+    For a server that refuses a request as too large (413). The events keep their fields
+    (``ts``, ``seq``, ...), so sending both halves stores exactly what the whole would have.
+    """
+    if request.kind != "ingest" or request.events < 2 or request.encoding not in ("", "zstd"):
+        return None
+    body = request.body
+    try:
+        if request.encoding == "zstd":
+            import zstandard
+
+            body = zstandard.ZstdDecompressor().decompressobj().decompress(body)
+        if request.content_type == "application/json":
+            parts = _split_columnar(orjson.loads(body))
+        else:
+            parts = _split_lines(body)
+    except (ValueError, TypeError, KeyError, orjson.JSONDecodeError, ImportError, RuntimeError):
+        return None
+    if parts is None:
+        return None
+    out = []
+    for data, count in parts:
+        encoding = ""
+        if request.encoding == "zstd":
+            import zstandard
+
+            data, encoding = zstandard.ZstdCompressor(level=3).compress(data), "zstd"
+        out.append(replace(request, body=data, encoding=encoding, events=count, meta=dict(request.meta)))
+    return out
+
+
+def _series_length(series: dict) -> int:
+    return max((len(v) for v in series.values() if isinstance(v, list)), default=0)
+
+
+def _split_columnar(doc: dict) -> list[tuple[bytes, int]] | None:
+    series = doc["series"]
+    total = sum(_series_length(one) for one in series)
+    if total < 2:
+        return None
+    half = total // 2
+    first: list[dict] = []
+    second: list[dict] = []
+    seen = 0
+    for one in series:
+        n = _series_length(one)
+        if seen + n <= half:
+            first.append(one)
+        elif seen >= half:
+            second.append(one)
+        else:  # this series holds the middle: cut its arrays
+            cut = half - seen
+            first.append({k: v[:cut] if isinstance(v, list) else v for k, v in one.items()})
+            second.append({k: v[cut:] if isinstance(v, list) else v for k, v in one.items()})
+        seen += n
+    return [
+        (orjson.dumps({**doc, "series": part}, option=_JSON_OPTS), count)
+        for part, count in ((first, half), (second, total - half))
+    ]
+
+
+def _split_lines(body: bytes) -> list[tuple[bytes, int]] | None:
+    lines = [line for line in body.split(b"\n") if line.strip()]
+    if len(lines) < 2:
+        return None
+    half = len(lines) // 2
+    return [(b"\n".join(part) + b"\n", len(part)) for part in (lines[:half], lines[half:])]
 
 
 def plot_json(plot: object) -> bytes:
