@@ -395,7 +395,9 @@ def sizes(cfg: dict[str, Any]) -> list[str]:
         f"{c1['metrics']} per step; TensorBoard one `add_scalar` per point). Peers' ingest is timed until the data "
         f"is durable and readable (MLflow: acknowledged; Aim: run closed and indexed, and through `aim server` "
         f"the client's queue drained every 100 steps; TensorBoard: writer closed).",
-        f"- 2: metric m0 of that run ({c1['steps']:,} points) read back in full, and as a chart of "
+        f"- 2: metric m0 of that run ({c1['steps']:,} points) read back in full (jobpulse: iterations and values, "
+        f"`fields=iter,value`, what Aim's read answers; MLflow and TensorBoard answer timestamps too), and as a "
+        f"chart of "
         f"{c2['chart_buckets']:,} buckets. Peers read a {c1['steps']:,}-point series of their own (loaded once, "
         f"its rate shown as 'loading'). jobpulse also charts one series of {c2['big_points']:,} points. Each "
         f"jobpulse chart is asked for twice: the first answer is computed from the rollup, the second comes from "

@@ -141,6 +141,32 @@ def test_points_page_through_every_point_with_a_cursor(client):
     assert got == [("a", i) for i in range(25)] + [("b", i) for i in range(5)]
 
 
+def test_points_answer_only_the_fields_asked_for(client):
+    post_columns(client, scalar_series("j1", "loss", [float(i) for i in range(25)], variant="a"))
+    post_columns(client, scalar_series("j1", "loss", [float(-i) for i in range(5)], variant="b"))
+    iters, values, cursor = [], [], None
+    while True:
+        params = {"metric": "loss", "limit": 7, "fields": "iter,value", **({"cursor": cursor} if cursor else {})}
+        page = client.get("/jp/v1/jobs/j1/scalars/points", params=params).json()
+        assert set(page) == {"job", "metric", "iter", "value", "next_cursor"}
+        iters += page["iter"]
+        values += page["value"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert iters == list(range(25)) + list(range(5))
+    assert values == [float(i) for i in range(25)] + [float(-i) for i in range(5)]
+    one = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss", "variant": "b", "fields": "ts"})
+    assert set(one.json()) == {"job", "metric", "ts", "next_cursor"} and len(one.json()["ts"]) == 5
+
+
+def test_points_with_an_unknown_field_are_400(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0]))
+    answer = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss", "fields": "iter,colour"})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["field"] == "fields" and "colour" in answer.json()["error"]["message"]
+
+
 def test_a_forged_or_foreign_cursor_is_400(client):
     post_columns(client, scalar_series("j1", "loss", [1.0, 2.0]))
     post_columns(client, scalar_series("j1", "acc", [1.0, 2.0]))

@@ -16,6 +16,7 @@ from .schema import ROLLUP_LEVELS
 Axis = Literal["iter", "time"]
 MAX_BUCKETS = 10_000
 MAX_PAGE = 200_000
+POINT_FIELDS = frozenset({"variant", "iter", "ts", "value"})
 
 
 def _x_expr(axis: Axis) -> str:
@@ -178,28 +179,48 @@ class Scalars:
         variant: str | None = None,
         after: tuple[str, int] | None = None,
         limit: int = 10_000,
+        fields: frozenset[str] = POINT_FIELDS,
     ) -> tuple[dict[str, list], tuple[str, int] | None]:
-        """Points at full resolution in (variant, iter) order; answers them and the position after them."""
+        """Points at full resolution in (variant, iter) order; answers them and the position after them.
+
+        ``fields`` names the columns to answer (``variant``, ``iter``, ``ts``, ``value``); a column not
+        asked for is not read (``variant`` and ``iter`` still are where the next position needs them).
+        """
         if not 1 <= limit <= MAX_PAGE:
             raise BadRequest(f"'limit' must be between 1 and {MAX_PAGE}", field="limit")
+        if not fields or not fields <= POINT_FIELDS:
+            unknown = ", ".join(sorted(fields - POINT_FIELDS)) or "nothing"
+            raise BadRequest(
+                f"'fields' names {unknown}; name some of {', '.join(sorted(POINT_FIELDS))}", field="fields"
+            )
         where, params = self._where([job], metric, [variant] if variant is not None else None)
         if after is not None:
             where += " AND (variant, iter) > ({av:String}, {ai:Int64})"
             params.update(av=after[0], ai=after[1])
         params["limit"] = limit
+        read = {"iter"} | set(fields) | ({"variant"} if variant is None else set())
+        columns = ", ".join(
+            {"variant": "variant", "iter": "iter", "ts": "toUnixTimestamp64Milli(ts) AS ts", "value": "value"}[name]
+            for name in ("variant", "iter", "ts", "value")
+            if name in read
+        )
         table = self._engine.query(
-            f"SELECT variant, iter, toUnixTimestamp64Milli(ts) AS ts, value FROM {self._db}.scalars FINAL "
+            f"SELECT {columns} FROM {self._db}.scalars FINAL "
             f"WHERE {where} ORDER BY variant, iter LIMIT {{limit:UInt32}}",
             params,
         )
-        cols = {
-            "variant": _repeated_text(table.column("variant")),
-            "iter": table.column("iter").to_numpy().tolist(),
-            "ts": table.column("ts").to_numpy().tolist(),
-            "value": table.column("value").to_numpy(),
-        }
+        cols: dict[str, Any] = {}
+        if "variant" in read:
+            cols["variant"] = _repeated_text(table.column("variant"))
+        else:
+            cols["variant"] = [variant] * table.num_rows
+        cols["iter"] = table.column("iter").to_numpy().tolist()
+        if "ts" in read:
+            cols["ts"] = table.column("ts").to_numpy().tolist()
+        if "value" in read:
+            cols["value"] = table.column("value").to_numpy()
         nxt = (cols["variant"][-1], cols["iter"][-1]) if table.num_rows == limit else None
-        return cols, nxt
+        return {name: column for name, column in cols.items() if name in fields}, nxt
 
     def latest(self, jobs: list[str]) -> list[dict[str, Any]]:
         """The last value (by iteration) of every metric and variant of each job, with min and max."""

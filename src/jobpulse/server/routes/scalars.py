@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from ...errors import BadRequest, NotFound
 from ...store import ApiKey
 from ...store.events import KINDS
+from ...store.scalars import POINT_FIELDS
 from ..context import Context, caller, context, page_args, split_list
 from ..responses import JSON, float_text, floats
 
@@ -120,8 +121,10 @@ def scalar_points(
     variant: str | None = None,
     limit: str = "10000",
     cursor: str | None = None,
+    fields: str | None = None,
     key: ApiKey = Depends(caller),
 ) -> JSON:
+    """``fields`` (e.g. ``iter,value``) answers only those of ``variant``, ``iter``, ``ts`` and ``value``."""
     ctx = context(request)
     ctx.access.require(key, job)
     after = None
@@ -130,23 +133,16 @@ def scalar_points(
         if (body["j"], body["m"], body["v"]) != (job, metric, variant):
             raise BadRequest("'cursor' belongs to another query", field="cursor")
         after = (body["av"], body["ai"])
+    wanted = frozenset(split_list(fields)) if fields is not None else POINT_FIELDS
     points, nxt = ctx.store.scalars.page(
-        job, metric, variant=variant, after=after, limit=page_args(limit, maximum=200_000)
+        job, metric, variant=variant, after=after, limit=page_args(limit, maximum=200_000), fields=wanted
     )
     token = None
     if nxt is not None:
         token = ctx.signer.sign("scalars", {"j": job, "m": metric, "v": variant, "av": nxt[0], "ai": nxt[1]})
-    return JSON(
-        {
-            "job": job,
-            "metric": metric,
-            "variant": points["variant"],
-            "iter": points["iter"],
-            "ts": points["ts"],
-            "value": floats(points["value"]),
-            "next_cursor": token,
-        }
-    )
+    if "value" in points:
+        points["value"] = floats(points["value"])
+    return JSON({"job": job, "metric": metric, **points, "next_cursor": token})
 
 
 @router.get("/jp/v1/scalars/latest", summary="The latest value of every metric of the jobs named in ?jobs=a,b")
