@@ -65,6 +65,16 @@ def test_replacing_points_keeps_rollup_buckets_exact(client):
     assert series["count"] == [2048, 2048] and series["mean"] == [3.0, 1.0]
 
 
+def test_a_resend_of_the_newest_values_after_a_replacement_is_dropped(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0] * 100))
+    post_columns(client, scalar_series("j1", "loss", [3.0] * 100))  # replaces every point
+    post_columns(client, scalar_series("j1", "loss", [3.0] * 100))  # resends the newest values
+    catalog = client.get("/jp/v1/jobs/j1/scalars").json()
+    assert catalog["metrics"][0]["variants"][0]["points"] == 200  # rows written: the resend wrote none
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 1}).json()
+    assert chart["series"][0]["count"] == [100] and chart["series"][0]["mean"] == [3.0]
+
+
 def test_replacing_more_points_than_one_statement_takes_keeps_buckets_exact(client):
     post_columns(client, scalar_series("j1", "loss", [1.0] * 25_000))
     post_columns(client, scalar_series("j1", "loss", [3.0] * 25_000))  # every point replaced, in three slices
