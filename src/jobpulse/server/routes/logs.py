@@ -20,9 +20,14 @@ router = APIRouter(tags=["logs"])
 _DOWNLOAD_PAGE = 20_000
 
 
-def _filter(
-    worker: str | None, level: str | None, q: str | None, since: str | None, until: str | None
+def log_filter(
+    worker: str | None = None,
+    level: str | None = None,
+    q: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
 ) -> LogFilter:
+    """The filters every log route takes (a dependency): workers, levels, a search and a time range."""
     if q is not None and len(q) > 1000:
         raise BadRequest("'q' is longer than 1000 characters", field="q")
     return LogFilter(
@@ -61,16 +66,11 @@ def read_logs(
     limit: str = "500",
     before: str | None = None,
     after: str | None = None,
-    worker: str | None = None,
-    level: str | None = None,
-    q: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
     key: ApiKey = Depends(caller),
+    where: LogFilter = Depends(log_filter),
 ) -> JSON:
     ctx = context(request)
     ctx.access.require(key, job)
-    where = _filter(worker, level, q, since, until)
     size = page_args(limit, maximum=100_000)
     if before and after:
         raise BadRequest("give 'before' or 'after', not both", field="before")
@@ -95,16 +95,12 @@ def read_logs(
 def count_logs(
     request: Request,
     job: str,
-    worker: str | None = None,
-    level: str | None = None,
-    q: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
     key: ApiKey = Depends(caller),
+    where: LogFilter = Depends(log_filter),
 ) -> JSON:
     ctx = context(request)
     ctx.access.require(key, job)
-    return JSON({"job": job, "lines": ctx.store.logs.count(job, _filter(worker, level, q, since, until))})
+    return JSON({"job": job, "lines": ctx.store.logs.count(job, where)})
 
 
 @router.get("/jp/v1/jobs/{job}/logs/workers", summary="Workers with logs, with line counts and sizes")
@@ -126,7 +122,7 @@ async def follow_logs(
 ) -> StreamingResponse:
     ctx = context(request)
     await run_in_threadpool(ctx.access.require, key, job)
-    where = _filter(worker, level, q, None, None)
+    where = log_filter(worker, level, q)
     token = after or request.headers.get("last-event-id")
     position = _position(ctx, token, "after") if token else None
     if position is None:
@@ -179,18 +175,13 @@ async def download_logs(
     request: Request,
     job: str,
     format: str = "text",
-    worker: str | None = None,
-    level: str | None = None,
-    q: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
     key: ApiKey = Depends(caller),
+    where: LogFilter = Depends(log_filter),
 ) -> StreamingResponse:
     ctx = context(request)
     await run_in_threadpool(ctx.access.require, key, job)
     if format not in ("text", "jsonl"):
         raise BadRequest("'format' must be 'text' or 'jsonl'", field="format")
-    where = _filter(worker, level, q, since, until)
     encode = _text_line if format == "text" else (lambda line: orjson.dumps(line) + b"\n")
 
     async def stream() -> AsyncIterator[bytes]:
