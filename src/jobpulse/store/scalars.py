@@ -47,11 +47,6 @@ class Scalars:
             )
         return list(out.values())
 
-    def extent(self, jobs: list[str], metric: str, variants: list[str] | None, axis: Axis) -> tuple[int, int] | None:
-        """The smallest and largest x of a metric over ``jobs`` (from the latest-value rollup)."""
-        found = self._extent(jobs, metric, variants, axis)
-        return None if found is None else found[:2]
-
     def _extent(
         self, jobs: list[str], metric: str, variants: list[str] | None, axis: Axis
     ) -> tuple[int, int, tuple] | None:

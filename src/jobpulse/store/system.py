@@ -114,8 +114,7 @@ class System:
                     sum(sum) / sum(count) AS avg, min(min) AS min, max(max) AS max,
                     tupleElement(max(last), 2) AS last, sum(count) AS count
                 FROM {self._db}.{table}
-                WHERE {where} AND {period} >= toDateTime(intDiv({{start:Int64}}, 1000))
-                    AND {period} <= toDateTime(intDiv({{end:Int64}}, 1000))
+                WHERE {where} AND {_periods_in_window(period)}
                 GROUP BY worker, metric, device, b ORDER BY worker, metric, device, b"""
         else:
             sql = f"""SELECT worker, metric, device,
@@ -153,8 +152,7 @@ class System:
             inner = f"""SELECT {by}, sum(sum) / sum(count) AS v,
                     intDiv(toUnixTimestamp({period}) * 1000 - {{start:Int64}}, {{step:Int64}}) AS b
                 FROM {self._db}.{source}
-                WHERE {where} AND {period} >= toDateTime(intDiv({{start:Int64}}, 1000))
-                    AND {period} <= toDateTime(intDiv({{end:Int64}}, 1000))
+                WHERE {where} AND {_periods_in_window(period)}
                 GROUP BY {by}, b"""
         else:
             inner = f"""SELECT {by}, avg(value) AS v,
@@ -198,6 +196,13 @@ class System:
             params["workers"] = workers
         rows = self._engine.query(f"SELECT DISTINCT metric FROM {self._db}.system_1m WHERE {where}", params)
         return set(rows.column("metric").to_pylist())
+
+
+def _periods_in_window(period: str) -> str:
+    """The condition keeping the rollup periods that hold samples of [start, end]."""
+    return (
+        f"{period} >= toDateTime(intDiv({{start:Int64}}, 1000)) AND {period} <= toDateTime(intDiv({{end:Int64}}, 1000))"
+    )
 
 
 def _window(
