@@ -190,12 +190,8 @@ def training_job(job: Job) -> dict[str, Any]:
 def _answer(ctx: Context, key: ApiKey, project: str, job_id: str, start: int | None, end: int | None) -> dict:
     check_project(project, "training_project_id")
     check_job(job_id, "training_job_id")
-    ctx.access.check(key, "read", project=project)
-    try:
-        job = ctx.access.job(key, job_id)
-    except NotFound:
-        job = None
-    if job is None or job.project != project:
+    job = ctx.access.job_of_project(key, project, job_id)
+    if job is None:
         raise NotFound(f"training job {job_id!r} does not exist in training project {project!r}")
     registered = ctx.store.jobs.workers(job.job)
     workers = [w.worker for w in registered]

@@ -93,12 +93,8 @@ def _task(request: Request, project_id: str, training_job_id: str, task_id: str)
     check_project(project_id, "project_id")
     check_job(training_job_id, "training_job_id")
     check_worker(task_id, "task_id")
-    ctx.access.check(key, "read", project=project_id)
-    try:
-        job = ctx.access.job(key, training_job_id)
-    except NotFound:
-        job = None
-    if job is None or job.project != project_id:
+    job = ctx.access.job_of_project(key, project_id, training_job_id)
+    if job is None:
         raise NotFound(f"training job {training_job_id!r} does not exist in project {project_id!r}")
     workers = ctx.store.jobs.workers(job.job)
     if task_id not in {w.worker for w in workers}:

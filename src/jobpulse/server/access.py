@@ -114,6 +114,16 @@ class Access:
         assert found is not None
         return found
 
+    def job_of_project(self, key: ApiKey, project: str, job: str, role: str = "read") -> Job | None:
+        """``job`` when ``key`` may ``role`` on ``project`` and the job is one of its jobs, else None
+        (the APIs that name a job by project and id answer both cases as a missing job)."""
+        self.check(key, role, project=project)
+        try:
+            found = self.job(key, job, role)
+        except NotFound:
+            return None
+        return found if found.project == project else None
+
     # -- UI sessions -----------------------------------------------------------------------------------
 
     def login_url(self, key_id: str | None = None) -> str | None:
