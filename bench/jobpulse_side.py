@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 
 from common import (  # noqa: E402 - the shared helpers live beside the peers
     STEP_MS,
+    SYSTEM_METRICS,
     T0_MS,
     Budget,
     Http,
@@ -36,18 +37,6 @@ from common import (  # noqa: E402 - the shared helpers live beside the peers
 )
 
 PROJECT = "bench"
-SYSTEM_METRICS = (
-    "gpu_util",
-    "gpu_mem_util",
-    "gpu_mem_bytes",
-    "gpu_power_w",
-    "gpu_temp_c",
-    "gpu_sm_clock_mhz",
-    "gpu_pcie_rx_Bps",
-    "gpu_pcie_tx_Bps",
-    "gpu_nvlink_rx_Bps",
-    "gpu_nvlink_tx_Bps",
-)
 JSON_NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 

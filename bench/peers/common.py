@@ -414,6 +414,21 @@ def scalar_values(metric: int, start: int, stop: int) -> list[float]:
     return [scalar_value(metric, s) for s in range(start, stop)]
 
 
+# workload 4's metrics, one per index ``metric`` of system_value
+SYSTEM_METRICS = (
+    "gpu_util",
+    "gpu_mem_util",
+    "gpu_mem_bytes",
+    "gpu_power_w",
+    "gpu_temp_c",
+    "gpu_sm_clock_mhz",
+    "gpu_pcie_rx_Bps",
+    "gpu_pcie_tx_Bps",
+    "gpu_nvlink_rx_Bps",
+    "gpu_nvlink_tx_Bps",
+)
+
+
 def system_value(metric: int, gpu: int, second: int) -> float:
     """A system sample: a per-GPU level plus deterministic jitter."""
     return 50.0 + metric + (gpu % 8) + ((second * 31 + gpu * 17 + metric * 7) % 100) * 0.1

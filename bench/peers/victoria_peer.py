@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
     LOOPBACK,
+    SYSTEM_METRICS,
     Http,
     PeakMem,
     Result,
@@ -33,18 +34,6 @@ from common import (  # noqa: E402
 )
 
 BINARY = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
-METRICS = (
-    "gpu_util",
-    "gpu_mem_util",
-    "gpu_mem_bytes",
-    "gpu_power_w",
-    "gpu_temp_c",
-    "gpu_sm_clock_mhz",
-    "gpu_pcie_rx_Bps",
-    "gpu_pcie_tx_Bps",
-    "gpu_nvlink_rx_Bps",
-    "gpu_nvlink_tx_Bps",
-)
 
 
 def version() -> str:
@@ -70,7 +59,7 @@ def import_body(job: str, worker: int, per_worker: int, metrics: int, seconds: i
                 json.dumps(
                     {
                         "metric": {
-                            "__name__": METRICS[m],
+                            "__name__": SYSTEM_METRICS[m],
                             "job": job,
                             "worker": f"worker-{worker}",
                             "gpu": str(g % per_worker),
