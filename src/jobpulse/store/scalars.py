@@ -12,6 +12,7 @@ from ..errors import BadRequest
 from .charts import ChartCache
 from .engine import Engine
 from .schema import ROLLUP_LEVELS
+from .series import split_series
 
 Axis = Literal["iter", "time"]
 MAX_BUCKETS = 10_000
@@ -149,7 +150,9 @@ class Scalars:
             "axis": axis,
             "range": [lo, hi],
             "bucket_width": width,
-            "series": _split_series(table, lo, width),
+            "series": split_series(
+                table, ("job", "variant"), "x", lo, width, ("mean", "min", "max", "last", "count", "x_first", "x_last")
+            ),
         }
 
     def _iters_of_time(self, where: str, params: dict[str, Any], lo: int, hi: int) -> str:
@@ -292,27 +295,3 @@ def _repeated_text(column: pa.ChunkedArray) -> list[str]:
         out.extend([value] * (end - start))
         start = end
     return out
-
-
-def _split_series(table: pa.Table, lo: int, width: int) -> list[dict[str, Any]]:
-    """Rows ordered by (job, variant, b) into one columnar series per (job, variant)."""
-    cols = {name: table.column(name).to_pylist() for name in table.column_names}
-    series: list[dict[str, Any]] = []
-    start, n = 0, table.num_rows
-    while start < n:
-        key = (cols["job"][start], cols["variant"][start])
-        end = start
-        while end < n and (cols["job"][end], cols["variant"][end]) == key:
-            end += 1
-        series.append(
-            {
-                "job": key[0],
-                "variant": key[1],
-                "x": [lo + b * width for b in cols["b"][start:end]],
-                **{
-                    name: cols[name][start:end] for name in ("mean", "min", "max", "last", "count", "x_first", "x_last")
-                },
-            }
-        )
-        start = end
-    return series

@@ -8,15 +8,14 @@ the samples up to the end of the period (minute or hour) in which ``end`` falls.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from ..errors import BadRequest
 from .engine import Engine
+from .series import split_series
 
 MAX_POINTS = 100_000
 MINUTE_MS = 60_000
@@ -126,7 +125,14 @@ class System:
                           AND fromUnixTimestamp64Milli({{end:Int64}})
                       LIMIT 1 BY worker, metric, device, ts)
                 GROUP BY worker, metric, device, b ORDER BY worker, metric, device, b"""
-        return _split_series(self._engine.query(sql, params), start_ms, step_ms)
+        return split_series(
+            self._engine.query(sql, params),
+            ("worker", "metric", "device"),
+            "t",
+            start_ms,
+            step_ms,
+            ("avg", "min", "max", "last", "count"),
+        )
 
     def grid(
         self,
@@ -221,22 +227,3 @@ def _window(
         where += " AND worker IN {workers:Array(String)}"
         params["workers"] = workers
     return where, params
-
-
-def _split_series(table: pa.Table, start_ms: int, step_ms: int) -> list[dict[str, Any]]:
-    """Rows ordered by (worker, metric, device, b) into one columnar series per (worker, metric, device)."""
-    n = table.num_rows
-    if n == 0:
-        return []
-    keys = list(zip(*(table.column(c).to_pylist() for c in ("worker", "metric", "device")), strict=True))
-    cuts = [0] + [i for i in range(1, n) if keys[i] != keys[i - 1]] + [n]
-    times = start_ms + table.column("b").to_numpy() * step_ms
-    values = {name: table.column(name).to_numpy() for name in ("avg", "min", "max", "last", "count")}
-    out = []
-    for lo, hi in itertools.pairwise(cuts):
-        worker, metric, device = keys[lo]
-        series: dict[str, Any] = {"worker": worker, "metric": metric, "device": device, "t": times[lo:hi].tolist()}
-        for name, column in values.items():
-            series[name] = column[lo:hi].tolist()
-        out.append(series)
-    return out
