@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import os
 import shutil
 import signal
@@ -58,11 +59,14 @@ def _load_w4(jp: side.Jobpulse, cfg: dict[str, Any], _spool: Path) -> None:
     side.w4(jp, {**cfg, "repeats": 1}, side.Result("jobpulse"))
 
 
+_asked = itertools.count()
+
+
 def _w4_query(jp: side.Jobpulse, cfg: dict[str, Any], _spool: Path) -> Any:
     t0, seconds = cfg["sys_t0_ms"], cfg["w4"]["seconds"]
+    end = t0 + seconds * 1000 - 1 - next(_asked) % 1000  # a window not asked before: computed, not remembered
     return jp.http.get_json(
-        "/jp/v1/jobs/w4-sys-0/system/series",
-        {"metric": "gpu_util", "start": t0, "end": t0 + seconds * 1000 - 1, "step": "1m"},
+        "/jp/v1/jobs/w4-sys-0/system/series", {"metric": "gpu_util", "start": t0, "end": end, "step": "1m"}
     )
 
 
@@ -72,7 +76,7 @@ WORKLOADS: dict[str, tuple[Step | None, Step, bool]] = {
     "w1.jsonl": (None, _w1("jsonl"), False),
     "w1.sdk": (None, _w1("sdk"), False),
     "w2.read_full": (_load_w1, lambda jp, cfg, _s: side.read_full(jp, "p-read", "m0"), True),
-    "w2.chart_big": (_load_big, lambda jp, cfg, _s: side.chart(jp, "p-big", "m0", 1000), True),
+    "w2.chart_big": (_load_big, lambda jp, cfg, _s: side.chart(jp, "p-big", "m0", 1000 + next(_asked) % 999), True),
     "w3": (None, lambda jp, cfg, _s: side.w3(jp, {**cfg, "repeats": 1}, side.Result("jobpulse")), False),
     "w4": (None, lambda jp, cfg, _s: side.w4(jp, {**cfg, "repeats": 1}, side.Result("jobpulse")), False),
     "w4.query": (_load_w4, _w4_query, True),

@@ -50,3 +50,32 @@ def scalar_series(
             }
         ],
     }
+
+
+T0 = 1_790_000_040_000 - (1_790_000_040_000 % 60_000)  # a whole minute
+
+
+def ingest_samples(
+    client,
+    worker: str,
+    metric: str,
+    device: str,
+    values: list[float],
+    every_ms: int = 10_000,
+    job: str = "j1",
+) -> None:
+    body = {
+        "project": "proj",
+        "job": job,
+        "series": [
+            {
+                "kind": "system",
+                "worker": worker,
+                "metric": metric,
+                "device": device,
+                "ts": [T0 + i * every_ms for i in range(len(values))],
+                "value": values,
+            }
+        ],
+    }
+    assert post_columns(client, body).json()["accepted"] == len(values)

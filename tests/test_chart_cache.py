@@ -1,24 +1,27 @@
-"""Charts asked for again are answered from memory, and only while their series are unchanged."""
+"""Charts and series asked for again are answered from memory, and only while their jobs' data is unchanged."""
 
 from __future__ import annotations
 
-from helpers import post_columns, scalar_series
-from jobpulse.store.charts import ChartCache
+from helpers import T0, ingest_samples, post_columns, scalar_series
+from jobpulse.store import Store
+from jobpulse.store.memory import Memory
 
 CHART = "/jp/v1/jobs/j1/scalars/chart"
 
 
 class CountingEngine:
-    """The real engine, with a count of the queries that read the chart rollup or the points."""
+    """The real engine, with a count of its queries and of those that read the chart rollup or the points."""
 
     def __init__(self, engine) -> None:  # noqa: ANN001
         self._engine = engine
         self.chart_reads = 0
+        self.queries = 0
 
     def __getattr__(self, name: str):  # noqa: ANN204
         return getattr(self._engine, name)
 
     def query(self, sql: str, params=None):  # noqa: ANN001, ANN201
+        self.queries += 1
         if "scalars_rollup" in sql or "scalars FINAL" in sql:
             self.chart_reads += 1
         return self._engine.query(sql, params)
@@ -39,6 +42,24 @@ def test_a_repeated_chart_does_not_read_the_points_again(client, store):
     assert reads >= 1
     assert _chart(client) == first
     assert counting.chart_reads == reads
+
+
+def test_a_store_that_sees_every_write_answers_a_repeated_chart_without_a_query(client, store):
+    post_columns(client, scalar_series("j1", "loss", [float(i) for i in range(1000)]))
+    first = _chart(client)
+    counting = CountingEngine(store.engine)
+    store.scalars._engine = counting
+    assert _chart(client) == first
+    assert _chart(client, buckets=5)["bucket_width"] == 200  # another bucket count: the extent is remembered
+    assert counting.queries == 1 and counting.chart_reads == 1
+
+
+def test_a_replica_reads_the_version_and_sees_another_replicas_write(client, store, embedded_engine):
+    replica = Store(embedded_engine, store.database, sees_every_write=False)  # as over a shared server
+    post_columns(client, scalar_series("j1", "loss", [1.0] * 100))
+    assert replica.scalars.chart(["j1"], "loss", buckets=4)["series"][0]["mean"] == [1.0] * 4
+    post_columns(client, scalar_series("j1", "loss", [5.0] * 25, start=25))  # written through the other store
+    assert replica.scalars.chart(["j1"], "loss", buckets=4)["series"][0]["mean"] == [1.0, 5.0, 1.0, 1.0]
 
 
 def test_new_points_are_in_the_next_chart(client):
@@ -74,7 +95,7 @@ def test_changing_the_answer_does_not_change_the_memory(client, store):
 
 
 def test_the_memory_keeps_the_most_recently_used_charts():
-    cache = ChartCache(2)
+    cache = Memory(2)
     chart = {"series": []}
     cache.put(("a",), 1, chart)
     cache.put(("b",), 1, chart)
@@ -86,6 +107,30 @@ def test_the_memory_keeps_the_most_recently_used_charts():
 
 
 def test_a_memory_of_size_zero_keeps_nothing():
-    cache = ChartCache(0)
+    cache = Memory(0)
     cache.put(("a",), 1, {"series": []})
     assert cache.get(("a",), 1) is None
+
+
+def _minute_series(client):  # noqa: ANN001, ANN202
+    params = {"metric": "gpu_util", "start": T0, "end": T0 + 179_999, "step": "1m"}
+    answer = client.get("/jp/v1/jobs/j1/system/series", params=params)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["series"]
+
+
+def test_a_repeated_minute_series_is_answered_from_memory_until_new_samples_arrive(client, store):
+    ingest_samples(client, "worker-0", "gpu_util", "0", [float(i) for i in range(18)])
+    first = _minute_series(client)
+    counting = CountingEngine(store.engine)
+    store.system._engine = counting
+    assert _minute_series(client) == first and counting.queries == 0
+    ingest_samples(client, "worker-0", "gpu_util", "1", [1.0] * 18)
+    assert [s["device"] for s in _minute_series(client)] == ["0", "1"] and counting.queries == 1
+
+
+def test_a_deleted_jobs_series_is_not_remembered(client, store):
+    ingest_samples(client, "worker-0", "gpu_util", "0", [1.0] * 18)
+    assert _minute_series(client)[0]["avg"] == [1.0] * 3
+    store.jobs.delete_data("j1")
+    assert _minute_series(client) == []

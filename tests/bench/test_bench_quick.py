@@ -26,6 +26,7 @@ EXPECTED = [
     "w3.ingest",
     "w3.latest",
     "w4.ingest",
+    "w4.query_first",
     "w4.query",
     "w5.ingest",
     "w5.tail",

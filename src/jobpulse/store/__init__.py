@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .changes import Changes
 from .engine import EmbeddedEngine, Engine, HttpEngine
 from .events import Events
 from .jobs import Job, Jobs, Worker
@@ -22,20 +23,33 @@ __all__ = ["ApiKey", "Engine", "Job", "LogFilter", "Store", "Worker", "open_stor
 class Store:
     """Everything the APIs read and write, grouped by concept; all SQL lives below this object."""
 
-    def __init__(self, engine: Engine, database: str = "jobpulse", *, raw_ttl_days: int = 0) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        database: str = "jobpulse",
+        *,
+        raw_ttl_days: int = 0,
+        sees_every_write: bool | None = None,
+    ) -> None:
+        """``sees_every_write``: whether every write to ``database`` passes through this object, so that
+        answers can be remembered until its own writes change them; by default true for the embedded
+        engine (its process alone owns the data directory) and false for a ClickHouse server."""
         self.engine = engine
         self.database = database
         self.previous_version = migrate(engine, database)
         set_raw_ttl(engine, database, raw_ttl_days)
-        self.jobs = Jobs(engine, database)
-        self.scalars = Scalars(engine, database)
+        if sees_every_write is None:
+            sees_every_write = isinstance(engine, EmbeddedEngine)
+        self.changes = Changes(sees_every_write=sees_every_write)
+        self.jobs = Jobs(engine, database, self.changes)
+        self.scalars = Scalars(engine, database, self.changes)
         self.events = Events(engine, database)
-        self.logs = Logs(engine, database)
-        self.system = System(engine, database)
+        self.logs = Logs(engine, database, self.changes)
+        self.system = System(engine, database, self.changes)
         self.keys = Keys(engine, database)
         self.state = ServerState(engine, database)
         self.usage = Usage(engine, database)
-        self.writer = Writer(engine, database)
+        self.writer = Writer(engine, database, self.changes)
 
     @property
     def schema_version(self) -> int:

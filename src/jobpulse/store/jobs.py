@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from ..errors import BadRequest, Conflict, NotFound
+from .changes import Changes
 from .engine import Engine
 
 STATUSES = ("created", "running", "completed", "failed", "stopped")
@@ -103,9 +104,10 @@ def _job_from_row(row: dict) -> Job:
 
 
 class Jobs:
-    def __init__(self, engine: Engine, db: str) -> None:
+    def __init__(self, engine: Engine, db: str, changes: Changes) -> None:
         self._engine = engine
         self._db = db
+        self._changes = changes
         self._version = 0
 
     def _next_version(self) -> int:
@@ -264,10 +266,13 @@ class Jobs:
     def delete(self, job_id: str) -> None:
         """Delete a job and every row of its data."""
         job = self.require(job_id)
-        for table in DATA_TABLES:
-            self._engine.command(
-                f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id}
-            )
+        try:
+            for table in DATA_TABLES:
+                self._engine.command(
+                    f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id}
+                )
+        finally:
+            self._changes.note([job_id])
         row = job.to_dict()
         row.update(
             config="{}",
@@ -371,8 +376,11 @@ class Jobs:
     def delete_data(self, job_id: str) -> None:
         """Delete every reported row of a job (scalars, events, logs, system metrics); the job and its
         workers stay."""
-        for table in DATA_TABLES:
-            if table != "workers":
-                self._engine.command(
-                    f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id}
-                )
+        try:
+            for table in DATA_TABLES:
+                if table != "workers":
+                    self._engine.command(
+                        f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id}
+                    )
+        finally:
+            self._changes.note([job_id])

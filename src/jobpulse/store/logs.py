@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import BadRequest
+from .changes import Changes
 from .engine import Engine
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -36,9 +37,10 @@ def _like_pattern(text: str) -> str:
 
 
 class Logs:
-    def __init__(self, engine: Engine, db: str) -> None:
+    def __init__(self, engine: Engine, db: str, changes: Changes) -> None:
         self._engine = engine
         self._db = db
+        self._changes = changes
 
     def read(
         self,
@@ -213,6 +215,13 @@ class Logs:
         if not deleted:
             return 0
         clauses, params = self._filter(job, where)
+        try:
+            self._delete(job, clauses, params)
+        finally:
+            self._changes.note([job])
+        return deleted
+
+    def _delete(self, job: str, clauses: list[str], params: dict[str, Any]) -> None:
         self._engine.command(f"DELETE FROM {self._db}.logs WHERE {' AND '.join(clauses)}", params)
         # The per-worker sizes are sums kept by a materialized view: recompute the job's from what is left.
         self._engine.command(f"DELETE FROM {self._db}.log_sizes WHERE job = {{job:String}}", {"job": job})
@@ -223,4 +232,3 @@ class Logs:
             GROUP BY job, worker""",
             {"job": job},
         )
-        return deleted

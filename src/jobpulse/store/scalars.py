@@ -9,8 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import BadRequest
-from .charts import ChartCache
+from .changes import Changes
 from .engine import Engine
+from .memory import Memory, copy_series
 from .schema import ROLLUP_LEVELS
 from .series import split_series
 
@@ -25,10 +26,11 @@ def _x_expr(axis: Axis) -> str:
 
 
 class Scalars:
-    def __init__(self, engine: Engine, db: str, *, cached_charts: int = 128) -> None:
+    def __init__(self, engine: Engine, db: str, changes: Changes, *, remembered: int = 128) -> None:
         self._engine = engine
         self._db = db
-        self._charts = ChartCache(cached_charts)
+        self._changes = changes
+        self._memory = Memory(remembered)
 
     def metrics(self, job: str) -> list[dict[str, Any]]:
         """Every metric of ``job`` with its variants, points and x extent."""
@@ -81,24 +83,39 @@ class Scalars:
 
         Each bucket carries the mean, min and max of its finite values, its last value (by x) and
         its point count, so a spike inside a bucket stays visible. A chart asked for again while its
-        series' version (points and last insert, read with the extent) is unchanged is answered from
-        this process's memory of recent charts, so a page that polls a chart costs one small query.
-        Wide buckets are read from the rollup's blocks (the range then starts on a block boundary and
-        the width is a whole number of blocks), so the cost follows the number of buckets, not the
-        length of the history.
+        jobs' data is unchanged is answered from this process's memory of recent charts: the version
+        is the store's count of writes to the jobs where it sees every write (no query at all), else
+        the series' points and last insert, read with the extent (one small query). Wide buckets are
+        read from the rollup's blocks (the range then starts on a block boundary and the width is a
+        whole number of blocks), so the cost follows the number of buckets, not the history's length.
         """
         if not 1 <= buckets <= MAX_BUCKETS:
             raise BadRequest(f"'buckets' must be between 1 and {MAX_BUCKETS}", field="buckets")
-        extent = self._extent(jobs, metric, variants, axis)
+        series = (tuple(jobs), metric, tuple(variants) if variants is not None else None, axis)
+        key = (*series, buckets, x_min, x_max)
+        version = self._changes.version(jobs)
+        if version is None:  # others write too: the series' own version comes with its extent
+            extent = self._extent(jobs, metric, variants, axis)
+            version = extent
+        else:
+            extent = self._remembered_extent(series, version)
         if extent is None:
             return {"metric": metric, "axis": axis, "range": None, "bucket_width": None, "series": []}
-        key = (tuple(jobs), metric, tuple(variants) if variants is not None else None, axis, buckets, x_min, x_max)
-        cached = self._charts.get(key, extent)
-        if cached is not None:
-            return cached
-        chart = self._chart(jobs, metric, variants, axis, buckets, x_min, x_max, extent[:2])
-        self._charts.put(key, extent, chart)
-        return ChartCache.copy(chart)
+        kept = self._memory.get(key, version)
+        if kept is None:
+            kept = self._chart(jobs, metric, variants, axis, buckets, x_min, x_max, extent[:2])
+            self._memory.put(key, version, kept)
+        return copy_series(kept)
+
+    def _remembered_extent(self, series: tuple, version: tuple) -> tuple[int, int, tuple] | None:
+        """The extent of ``series`` (jobs, metric, variants, axis), read once per version of its jobs."""
+        key = ("extent", *series)
+        found = self._memory.get(key, version)
+        if found is None:
+            jobs, metric, variants, axis = series
+            found = (self._extent(list(jobs), metric, list(variants) if variants is not None else None, axis),)
+            self._memory.put(key, version, found)
+        return found[0]
 
     def _chart(
         self,

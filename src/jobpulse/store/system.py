@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import BadRequest
+from .changes import Changes
 from .engine import Engine
+from .memory import Memory
 from .series import split_series
 
 MAX_POINTS = 100_000
@@ -53,9 +55,11 @@ class Grid:
 
 
 class System:
-    def __init__(self, engine: Engine, db: str) -> None:
+    def __init__(self, engine: Engine, db: str, changes: Changes, *, remembered: int = 128) -> None:
         self._engine = engine
         self._db = db
+        self._changes = changes
+        self._memory = Memory(remembered)
 
     def catalog(self, job: str) -> list[dict[str, Any]]:
         """Every (worker, metric) of ``job`` with its devices and time extent."""
@@ -99,13 +103,35 @@ class System:
     ) -> list[dict[str, Any]]:
         """One series per (worker, metric, device): bucket index b covers [start + b*step, start + (b+1)*step).
 
-        Buckets without samples are absent; each present bucket has avg, min, max, last and count.
+        Buckets without samples are absent; each present bucket has avg, min, max, last and count. Series
+        read from a rollup are remembered while the store sees every write and the job's data is unchanged
+        (raw samples are not: a retention period deletes them without a write).
         """
+        rollup = rollup_for(start_ms, step_ms)
+        version = self._changes.version([job]) if rollup is not None else None
+        key = (job, tuple(metrics), start_ms, end_ms, step_ms, _names(workers), _names(devices))
+        kept = self._memory.get(key, version) if version is not None else None
+        if kept is None:
+            kept = self._series(job, metrics, start_ms, end_ms, step_ms, workers, devices, rollup)
+            if version is not None:
+                self._memory.put(key, version, kept)
+        return [dict(one) for one in kept]
+
+    def _series(
+        self,
+        job: str,
+        metrics: list[str],
+        start_ms: int,
+        end_ms: int,
+        step_ms: int,
+        workers: list[str] | None,
+        devices: list[str] | None,
+        rollup: tuple[str, str] | None,
+    ) -> list[dict[str, Any]]:
         where, params = _window(job, metrics, start_ms, end_ms, step_ms, workers)
         if devices is not None:
             where += " AND device IN {devices:Array(String)}"
             params["devices"] = devices
-        rollup = rollup_for(start_ms, step_ms)
         if rollup is not None:
             table, period = rollup
             sql = f"""SELECT worker, metric, device,
@@ -202,6 +228,10 @@ class System:
             params["workers"] = workers
         rows = self._engine.query(f"SELECT DISTINCT metric FROM {self._db}.system_1m WHERE {where}", params)
         return set(rows.column("metric").to_pylist())
+
+
+def _names(names: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(names) if names is not None else None
 
 
 def _periods_in_window(period: str) -> str:

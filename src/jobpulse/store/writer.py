@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .changes import Changes
 from .engine import Engine
 from .schema import rollup_select
 
@@ -25,23 +26,29 @@ _REPLACED_PER_STATEMENT = 10_000
 
 
 class Writer:
-    def __init__(self, engine: Engine, db: str) -> None:
+    def __init__(self, engine: Engine, db: str, changes: Changes) -> None:
         self._engine = engine
         self._db = db
+        self._changes = changes
 
     def write(self, tables: dict[str, pa.Table]) -> dict[str, int]:
         """Insert each table's rows; answers the rows written per table."""
         written: dict[str, int] = {}
-        for name, table in tables.items():
-            if table.num_rows == 0:
-                continue
-            if name in _IDENTITY:
-                table = self._new_rows(name, table)
-            elif name == "scalars":
-                table = self._new_scalars(table)
-            if table.num_rows:
-                self._engine.insert(f"{self._db}.{name}", table)
-            written[name] = table.num_rows
+        jobs: set[str] = set()
+        try:
+            for name, table in tables.items():
+                if table.num_rows == 0:
+                    continue
+                if name in _IDENTITY:
+                    table = self._new_rows(name, table)
+                elif name == "scalars":
+                    table = self._new_scalars(table)
+                if table.num_rows:
+                    jobs.update(pc.unique(table.column("job")).to_pylist())
+                    self._engine.insert(f"{self._db}.{name}", table)
+                written[name] = table.num_rows
+        finally:
+            self._changes.note(jobs)
         return written
 
     def _new_rows(self, name: str, table: pa.Table) -> pa.Table:
