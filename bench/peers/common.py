@@ -223,7 +223,7 @@ def mem_bytes(pid: int) -> int:
 class PeakMem:
     """Samples the memory (PSS) of a process tree every ``interval`` s in a thread; ``peak`` in bytes."""
 
-    def __init__(self, pid: int, interval: float = 0.05) -> None:
+    def __init__(self, pid: int, interval: float = 0.2) -> None:
         self.pid, self.interval = pid, interval
         self.peak = 0
         self._stop = threading.Event()

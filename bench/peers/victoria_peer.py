@@ -132,14 +132,26 @@ def run_w4(cfg: dict, res: Result, url: str, pid: int, data: Path) -> None:
         # each repeat's own job; computed with the rollup result cache off, then asked again with it on
         # (the first of these fills the cache, the second is timed): jobpulse's first and repeated answers
         with res.guard("w4.query"):
-            query = {
-                "query": f'avg_over_time(gpu_util{{job="w4-sys-{r}"}}[1m])',
-                "start": f"{(t0 + 59_999) / 1000:.3f}",
-                "end": f"{(t0 + seconds * 1000 - 1) / 1000:.3f}",
-                "step": "60s",
-            }
-            computed = "/api/v1/query_range?" + urllib.parse.urlencode({**query, "nocache": "1"})
-            cached = "/api/v1/query_range?" + urllib.parse.urlencode(query)
+            selector = f'avg_over_time(gpu_util{{job="w4-sys-{r}"}}[1m])'
+            computed = "/api/v1/query_range?" + urllib.parse.urlencode(
+                {
+                    "query": selector,
+                    "start": f"{(t0 + 59_999) / 1000:.3f}",
+                    "end": f"{(t0 + seconds * 1000 - 1) / 1000:.3f}",
+                    "step": "60s",
+                    "nocache": "1",
+                }
+            )
+            # the cache keeps answers whose start and end are multiples of the step (it aligns others to
+            # them), so this one asks for windows (t0, t0+1m], ... (t0+59m, t0+60m]: seconds 1-60 first
+            cached = "/api/v1/query_range?" + urllib.parse.urlencode(
+                {
+                    "query": selector,
+                    "start": f"{(t0 + 60_000) // 1000}",
+                    "end": f"{(t0 + seconds * 1000) // 1000}",
+                    "step": "60s",
+                }
+            )
             deadline = time.monotonic() + 30
             while True:  # the import is searchable after a short delay; wait for all series, bounded
                 answer = http.get_json(computed)
@@ -147,11 +159,11 @@ def run_w4(cfg: dict, res: Result, url: str, pid: int, data: Path) -> None:
                     break
                 time.sleep(0.2)
             http.get_json(cached)
-            for figure, path in (("w4.query_first", computed), ("w4.query", cached)):
+            for figure, path, first_second in (("w4.query_first", computed, 0), ("w4.query", cached, 1)):
                 start = time.perf_counter()
                 answer = http.get_json(path)
                 res.add(figure, time.perf_counter() - start, "s", series=len(answer["data"]["result"]))
-                check_series(answer["data"]["result"], gpus, per_worker, seconds)
+                check_series(answer["data"]["result"], gpus, per_worker, seconds, first_second)
     res.note(
         "w4.query",
         "a window (t-1m, t] is labelled by its end, so the query starts at t0+59.999 s: "
@@ -159,7 +171,7 @@ def run_w4(cfg: dict, res: Result, url: str, pid: int, data: Path) -> None:
     )
 
 
-def check_series(series: list, gpus: int, per_worker: int, seconds: int) -> None:
+def check_series(series: list, gpus: int, per_worker: int, seconds: int, first_second: int) -> None:
     if len(series) != gpus:
         raise RuntimeError(f"{len(series)} GPU series, expected {gpus}")
     points = series[0]["values"]
@@ -167,7 +179,7 @@ def check_series(series: list, gpus: int, per_worker: int, seconds: int) -> None
         raise RuntimeError(f"{len(points)} one-minute points, expected {seconds // 60}")
     labels = series[0]["metric"]
     gpu = int(labels["worker"].split("-")[1]) * per_worker + int(labels["gpu"])
-    want = sum(system_value(0, gpu, s) for s in range(60)) / 60
+    want = sum(system_value(0, gpu, s) for s in range(first_second, first_second + 60)) / 60
     if abs(float(points[0][1]) - want) > 1e-6:
         raise RuntimeError(f"first minute is {points[0][1]}, expected {want}")
 
