@@ -417,7 +417,8 @@ def sizes(cfg: dict[str, Any]) -> list[str]:
         f"is durable and readable (MLflow: acknowledged; Aim: run closed and indexed, and through `aim server` "
         f"the client's queue drained every 100 steps; TensorBoard: writer closed).",
         f"- 2: metric m0 of that run ({c1['steps']:,} points; each repeat reads its own repeat's run of workload "
-        f"1) read back in full (jobpulse: iterations and values, `fields=iter,value`, what Aim's read answers; "
+        f"1) read back in full (jobpulse: iterations and values as numpy arrays, what Aim's read answers, "
+        f"from pages of `fields=iter,value` as Arrow IPC streams, `Accept: application/vnd.apache.arrow.stream`; "
         f"MLflow and TensorBoard answer timestamps too), and as a chart of {c2['chart_buckets']:,} buckets. Peers "
         f"read a {c1['steps']:,}-point series of their own (loaded once, its rate shown as 'loading'). jobpulse "
         f"also charts a series of {c2['big_points']:,} points (one loaded per repeat). Each jobpulse chart is "

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
+import pyarrow as pa
+
 from helpers import NOW_MS, post_columns, post_lines, scalar_series
 
 
@@ -168,6 +172,41 @@ def test_points_answer_only_the_fields_asked_for(client):
     assert values == [float(i) for i in range(25)] + [float(-i) for i in range(5)]
     one = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss", "variant": "b", "fields": "ts"})
     assert set(one.json()) == {"job", "metric", "ts", "next_cursor"} and len(one.json()["ts"]) == 5
+
+
+def test_points_come_as_an_arrow_stream_when_asked_for_with_the_same_columns_and_cursor(client):
+    values: list = [float(i) for i in range(25)]
+    values[3], values[4] = "NaN", "Infinity"  # how JSON carries them
+    post_columns(client, scalar_series("j1", "loss", values, variant="a"))
+    post_columns(client, scalar_series("j1", "loss", [float(-i) for i in range(5)], variant="b"))
+    arrow = {"Accept": "application/vnd.apache.arrow.stream"}
+    pages, cursor = [], None
+    while True:
+        params = {"metric": "loss", "limit": 7, **({"cursor": cursor} if cursor else {})}
+        answer = client.get("/jp/v1/jobs/j1/scalars/points", params=params, headers=arrow)
+        assert answer.headers["content-type"] == "application/vnd.apache.arrow.stream"
+        table = pa.ipc.open_stream(answer.content).read_all()
+        json_page = client.get("/jp/v1/jobs/j1/scalars/points", params=params).json()
+        assert table.column_names == ["variant", "iter", "ts", "value"]
+        assert table.column("variant").to_pylist() == json_page["variant"]
+        assert table.column("iter").to_pylist() == json_page["iter"]
+        assert table.column("ts").to_pylist() == json_page["ts"]
+        meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
+        assert meta["job"] == "j1" and meta["metric"] == "loss"
+        assert meta["next_cursor"] == (json_page["next_cursor"] or "")
+        pages.append(table)
+        cursor = meta["next_cursor"]
+        if not cursor:
+            break
+    got = pa.concat_tables(pages)
+    assert got.num_rows == 30
+    stored = got.column("value").to_pylist()[:25]
+    assert math.isnan(stored[3]) and stored[4] == math.inf  # kept as floats, not text
+    assert stored[:3] + stored[5:] == values[:3] + values[5:]
+    only = client.get(
+        "/jp/v1/jobs/j1/scalars/points", params={"metric": "loss", "fields": "iter,value"}, headers=arrow
+    )
+    assert pa.ipc.open_stream(only.content).read_all().column_names == ["iter", "value"]
 
 
 def test_points_with_an_unknown_field_are_400(client):

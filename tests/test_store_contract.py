@@ -51,7 +51,7 @@ def test_replaced_points_are_read_once(any_store):
     write_scalars(any_store, "j1", [1.0, 2.0])
     write_scalars(any_store, "j1", [5.0, 6.0])
     points, _ = any_store.scalars.page("j1", "loss")
-    assert points["iter"] == [0, 1] and points["value"].tolist() == [5.0, 6.0]
+    assert points["iter"].tolist() == [0, 1] and points["value"].tolist() == [5.0, 6.0]
 
 
 def test_logs_resent_rows_are_dropped(any_store):

@@ -34,7 +34,7 @@ def test_a_mixed_batch_stores_the_good_events_and_counts_the_bad_per_reason(clie
         "Event is not a JSON object": 1,
     }
     cols, _ = client.app.state.ctx.store.scalars.page(task, "loss")
-    assert cols["iter"] == [0, 3] and cols["value"].tolist() == [1.5, 2.5]
+    assert cols["iter"].tolist() == [0, 3] and cols["value"].tolist() == [1.5, 2.5]
     assert [line["msg"] for line in client.app.state.ctx.store.logs.read(task)] == ["a line"]
 
 

@@ -1,4 +1,4 @@
-"""JSON responses encoded with orjson, and the native API's one error shape."""
+"""JSON responses encoded with orjson, Arrow IPC streams of columns, and the native API's one error shape."""
 
 from __future__ import annotations
 
@@ -11,6 +11,29 @@ import orjson
 from starlette.responses import Response
 
 _NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+ARROW_STREAM = "application/vnd.apache.arrow.stream"
+
+
+def wants_arrow(accept: str | None) -> bool:
+    """Whether an Accept header asks for an Arrow IPC stream."""
+    return bool(accept) and ARROW_STREAM in accept.lower()
+
+
+def arrow_stream(columns: dict[str, Any], types: dict[str, str], metadata: dict[str, str]) -> Response:
+    """One record batch of ``columns`` (lists or numpy arrays) of ``types`` (Arrow aliases such as
+    ``int64``; an empty or all-null list has no type of its own), with ``metadata`` on its schema."""
+    import pyarrow as pa  # server-only dependency, as the store is
+
+    table = pa.table(
+        {name: pa.array(values, type=pa.type_for_alias(types[name])) for name, values in columns.items()}
+    )
+    table = table.replace_schema_metadata(metadata)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return Response(sink.getvalue().to_pybytes(), media_type=ARROW_STREAM)
 
 
 class JSON(Response):

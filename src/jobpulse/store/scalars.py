@@ -198,6 +198,8 @@ class Scalars:
     ) -> tuple[dict[str, list], tuple[str, int] | None]:
         """Points at full resolution in (variant, iter) order; answers them and the position after them.
 
+        ``variant`` is answered as a list, ``iter``, ``ts`` (ms) and ``value`` as numpy arrays.
+
         ``fields`` names the columns to answer (``variant``, ``iter``, ``ts``, ``value``); a column not
         asked for is not read (``variant`` and ``iter`` still are where the next position needs them).
         """
@@ -229,12 +231,12 @@ class Scalars:
             cols["variant"] = _repeated_text(table.column("variant"))
         else:
             cols["variant"] = [variant] * table.num_rows
-        cols["iter"] = table.column("iter").to_numpy().tolist()
+        cols["iter"] = table.column("iter").to_numpy()
         if "ts" in read:
-            cols["ts"] = table.column("ts").to_numpy().tolist()
+            cols["ts"] = table.column("ts").to_numpy()
         if "value" in read:
             cols["value"] = table.column("value").to_numpy()
-        nxt = (cols["variant"][-1], cols["iter"][-1]) if table.num_rows == limit else None
+        nxt = (cols["variant"][-1], int(cols["iter"][-1])) if table.num_rows == limit else None
         return {name: column for name, column in cols.items() if name in fields}, nxt
 
     def latest(self, jobs: list[str]) -> list[dict[str, Any]]:

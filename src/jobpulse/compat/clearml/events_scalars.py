@@ -106,9 +106,10 @@ def _raw(call: Call, job: str, metric: str, variants: list[str], key: str) -> di
         cols, nxt = call.ctx.store.scalars.page(job, metric, variant=variant, limit=MAX_PAGE)
         if nxt is not None:
             return None
-        keep = [i for i, it in enumerate(cols["iter"]) if it != ITER_MIN]
-        xs = [cols["iter"][i] if key == "iter" else cols["ts"][i] for i in keep]
-        ys = [cols["value"][i] for i in keep]
+        iters, xs_all, values = cols["iter"].tolist(), cols[key if key == "iter" else "ts"].tolist(), cols["value"]
+        keep = [i for i, it in enumerate(iters) if it != ITER_MIN]
+        xs = [xs_all[i] for i in keep]
+        ys = [values[i] for i in keep]
         if key != "iter":
             pairs = sorted(zip(xs, ys, strict=True), key=lambda p: p[0])
             xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -348,7 +349,8 @@ def _pages(
     """Points of ``variants`` (all when None) in (variant, iter) order after ``after``, and what follows."""
     store = call.ctx.store.scalars
     if variants is None:
-        return store.page(job, metric, after=after, limit=limit)
+        cols, nxt = store.page(job, metric, after=after, limit=limit)
+        return {**cols, "iter": cols["iter"].tolist(), "ts": cols["ts"].tolist()}, nxt
     merged: dict[str, list] = {"variant": [], "iter": [], "ts": [], "value": []}
     for variant in sorted(set(variants)):
         if after is not None and variant < after[0]:
@@ -362,7 +364,7 @@ def _pages(
             limit=remaining,
         )
         for name in merged:
-            merged[name].extend(list(cols[name]))
+            merged[name].extend(cols[name].tolist() if name in ("iter", "ts") else list(cols[name]))
         if len(merged["iter"]) >= limit:
             return merged, (merged["variant"][-1], merged["iter"][-1])
     return merged, None
@@ -437,7 +439,9 @@ def get_scalar_metric_data(call: Call) -> dict[str, Any]:
     cols, nxt = call.ctx.store.scalars.page(job, metric, after=after, limit=10_000)
     events = [
         scalar_event(job, metric, v, i, t, x)
-        for v, i, t, x in zip(cols["variant"], cols["iter"], cols["ts"], cols["value"].tolist(), strict=True)
+        for v, i, t, x in zip(
+            cols["variant"], cols["iter"].tolist(), cols["ts"].tolist(), cols["value"].tolist(), strict=True
+        )
     ]
     answer: dict[str, Any] = {"events": events, "returned": len(events), "total": total, "scroll_id": None}
     if not (call.since("2.16") and flag(call.data, "no_scroll")):

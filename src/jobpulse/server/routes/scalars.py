@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import BadRequest, NotFound
@@ -13,7 +14,7 @@ from ...store import ApiKey
 from ...store.events import KINDS
 from ...store.scalars import POINT_FIELDS
 from ..context import Context, caller, context, page_args, split_list
-from ..responses import JSON, float_text, floats
+from ..responses import JSON, arrow_stream, float_text, floats, wants_arrow
 
 router = APIRouter(tags=["scalars"])
 MAX_COMPARE = 100
@@ -110,6 +111,9 @@ def _chart(
     return JSON(_chart_json(chart))
 
 
+_POINT_TYPES = {"variant": "string", "iter": "int64", "ts": "int64", "value": "double"}
+
+
 @router.get(
     "/jp/v1/jobs/{job}/scalars/points",
     summary="Every point of a metric at full resolution, paged with a signed cursor",
@@ -123,8 +127,13 @@ def scalar_points(
     cursor: str | None = None,
     fields: str | None = None,
     key: ApiKey = Depends(caller),
-) -> JSON:
-    """``fields`` (e.g. ``iter,value``) answers only those of ``variant``, ``iter``, ``ts`` and ``value``."""
+) -> Response:
+    """``fields`` (e.g. ``iter,value``) answers only those of ``variant``, ``iter``, ``ts`` and ``value``.
+
+    With ``Accept: application/vnd.apache.arrow.stream`` the page is an Arrow IPC stream of those columns
+    (``value`` keeps NaN and infinities as floats) whose schema metadata holds ``job``, ``metric`` and
+    ``next_cursor`` (empty on the last page): no number parsing for the reader.
+    """
     ctx = context(request)
     ctx.access.require(key, job)
     after = None
@@ -140,6 +149,8 @@ def scalar_points(
     token = None
     if nxt is not None:
         token = ctx.signer.sign("scalars", {"j": job, "m": metric, "v": variant, "av": nxt[0], "ai": nxt[1]})
+    if wants_arrow(request.headers.get("accept")):
+        return arrow_stream(points, _POINT_TYPES, {"job": job, "metric": metric, "next_cursor": token or ""})
     if "value" in points:
         points["value"] = floats(points["value"])
     return JSON({"job": job, "metric": metric, **points, "next_cursor": token})
