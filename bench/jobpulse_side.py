@@ -35,6 +35,7 @@ from common import (  # noqa: E402 - the shared helpers live beside the peers
     read_config,
     scalar_value,
     settle_mem,
+    settled_dir_bytes,
     system_value,
 )
 
@@ -491,10 +492,9 @@ def measure(cfg: dict) -> dict[str, Any]:
                     * cfg["w1"]["metrics"]
                     * cfg["w1"]["steps"]
                 )
-                time.sleep(cfg.get("settle_s", 2))
                 res.add(
                     "w7.disk_per_million",
-                    (dir_bytes(data_dir) - before) / stored * 1e6,
+                    (settled_dir_bytes(data_dir, cfg.get("settle_s", 2)) - before) / stored * 1e6,
                     "bytes",
                     points=stored,
                 )

@@ -50,6 +50,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "w4": {"gpus": 64, "gpus_per_worker": 8, "metrics": 10, "seconds": 3600},
         "w5": {"lines": 1_000_000, "workers": 8, "batch": 80_000, "tail": 1000},
         "w6": {"calls": 200_000, "time_s": 5, "mlflow_calls": 1000},
+        "settle_s": 45,
         "worker_timeout_s": 900,
     },
     "quick": {
@@ -60,6 +61,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "w4": {"gpus": 64, "gpus_per_worker": 8, "metrics": 10, "seconds": 600},
         "w5": {"lines": 200_000, "workers": 8, "batch": 80_000, "tail": 1000},
         "w6": {"calls": 50_000, "time_s": 1.5, "mlflow_calls": 300},
+        "settle_s": 5,
         "worker_timeout_s": 180,
     },
     "tiny": {

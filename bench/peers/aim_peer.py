@@ -32,6 +32,7 @@ from common import (  # noqa: E402
     scalar_value,
     server,
     settle_mem,
+    settled_dir_bytes,
     time_calls,
     version_of,
 )
@@ -209,7 +210,8 @@ def main() -> None:
         entry = res.data["figures"].get("w1.ingest.local")
         if entry:
             stored = entry["points"] * len(entry["values"])
-            res.add("w7.disk_per_million", (dir_bytes(local) - before) / stored * 1e6, "bytes", points=stored)
+            size = settled_dir_bytes(local, cfg.get("settle_s", 2))
+            res.add("w7.disk_per_million", (size - before) / stored * 1e6, "bytes", points=stored)
     for name, fn in (
         ("w2", lambda: w2(cfg, res, local)),
         ("w3", lambda: w3(cfg, res, local)),

@@ -258,6 +258,18 @@ def dir_bytes(path: Path) -> int:
     return total
 
 
+def settled_dir_bytes(path: Path, seconds: float) -> int:
+    """The smallest size of ``path`` over ``seconds`` (sampled each second): stores that merge or compact in
+    the background delete what they superseded a while after a write (ClickHouse cleans up merged-away parts
+    every 30-40 s), and the figure should be the data, not its passing copies."""
+    smallest = dir_bytes(path)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+        smallest = min(smallest, dir_bytes(path))
+    return smallest
+
+
 def settle_mem(pid: int, seconds: float = 2.0) -> int:
     """Memory (PSS) after ``seconds`` of rest (the minimum of samples taken over that time)."""
     end = time.monotonic() + seconds

@@ -33,6 +33,7 @@ from common import (  # noqa: E402
     scalar_value,
     server,
     settle_mem,
+    settled_dir_bytes,
     time_calls,
     version_of,
 )
@@ -126,7 +127,8 @@ def run_all(cfg: dict, res: Result, url: str, pid: int, db: Path, budget: Budget
                         read_run = run_id
         res.add("w7.mem_peak_w1", peak.peak, "bytes")
         if stored:
-            res.add("w7.disk_per_million", (dir_bytes(db.parent) - db_before) / stored * 1e6, "bytes", points=stored)
+            size = settled_dir_bytes(db.parent, cfg.get("settle_s", 2))
+            res.add("w7.disk_per_million", (size - db_before) / stored * 1e6, "bytes", points=stored)
     if "w2" in workloads and not budget.over():
         with res.guard("w2"):
             if read_run is None:
