@@ -326,7 +326,8 @@ def w4(jp: Jobpulse, cfg: dict, res: Result) -> None:
                 start = time.perf_counter()
                 answer = jp.http.get_json(
                     f"/jp/v1/jobs/w4-sys-{r}/system/series",
-                    {"metric": "gpu_util", "start": t0, "end": t0 + seconds * 1000 - 1, "step": "1m"},
+                    # the means only: what VictoriaMetrics' avg_over_time answers (min, max, last, count left out)
+                    {"metric": "gpu_util", "start": t0, "end": t0 + seconds * 1000 - 1, "step": "1m", "fields": "avg"},
                 )
                 res.add(figure, time.perf_counter() - start, "s", series=len(answer["series"]))
                 check_system(answer, gpus, per_worker, seconds, t0)

@@ -66,7 +66,8 @@ def _w4_query(jp: side.Jobpulse, cfg: dict[str, Any], _spool: Path) -> Any:
     t0, seconds = cfg["sys_t0_ms"], cfg["w4"]["seconds"]
     end = t0 + seconds * 1000 - 1 - next(_asked) % 1000  # a window not asked before: computed, not remembered
     return jp.http.get_json(
-        "/jp/v1/jobs/w4-sys-0/system/series", {"metric": "gpu_util", "start": t0, "end": end, "step": "1m"}
+        "/jp/v1/jobs/w4-sys-0/system/series",
+        {"metric": "gpu_util", "start": t0, "end": end, "step": "1m", "fields": "avg"},
     )
 
 

@@ -44,6 +44,21 @@ def test_series_filters_workers_and_devices(client):
     assert len(everything["series"]) == 3
 
 
+def test_series_answer_only_the_bucket_fields_asked_for(client):
+    ingest_samples(client, "worker-0", "gpu_util", "0", [float(i) for i in range(18)])
+    params = {"metric": "gpu_util", "start": T0, "end": T0 + 179_999, "step": "1m"}
+    whole = client.get("/jp/v1/jobs/j1/system/series", params=params).json()["series"][0]
+    means = client.get("/jp/v1/jobs/j1/system/series", params={**params, "fields": "avg"}).json()["series"][0]
+    assert means == {k: whole[k] for k in ("worker", "metric", "device", "t", "avg")}
+    two = client.get("/jp/v1/jobs/j1/system/series", params={**params, "fields": "max,count"}).json()["series"][0]
+    assert set(two) == {"worker", "metric", "device", "t", "max", "count"} and two["count"] == [6, 6, 6]
+    again = client.get("/jp/v1/jobs/j1/system/series", params=params).json()["series"][0]
+    assert again == whole  # a narrowed answer leaves the remembered series whole
+    for fields in ("avg,colour", ""):
+        answer = client.get("/jp/v1/jobs/j1/system/series", params={**params, "fields": fields})
+        assert answer.status_code == 400 and answer.json()["error"]["field"] == "fields"
+
+
 def test_default_window_and_step_cover_the_job(client):
     ingest_samples(client, "worker-0", "cpu_cores", "", [1.0] * 361)  # one hour at 10 s
     answer = client.get("/jp/v1/jobs/j1/system/series", params={"metric": "cpu_cores"}).json()

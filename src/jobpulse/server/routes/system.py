@@ -15,6 +15,7 @@ from ..responses import JSON
 router = APIRouter(tags=["system"])
 _NICE_STEPS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+SERIES_FIELDS = ("avg", "min", "max", "last", "count")
 
 
 def parse_step(value: str | None, name: str = "step") -> int | None:
@@ -35,6 +36,20 @@ def auto_step(span_ms: int, points: int = 600) -> int:
         if span_ms / (step * 1000) <= points:
             return step * 1000
     return _NICE_STEPS_S[-1] * 1000
+
+
+def _left_out(fields: str | None) -> set[str]:
+    """The bucket fields a ``fields`` list leaves out of each series."""
+    if fields is None:
+        return set()
+    wanted = set(split_list(fields))
+    unknown = wanted - set(SERIES_FIELDS)
+    if not wanted or unknown:
+        raise BadRequest(
+            f"'fields' names {', '.join(sorted(unknown)) or 'nothing'}; name some of {', '.join(SERIES_FIELDS)}",
+            field="fields",
+        )
+    return set(SERIES_FIELDS) - wanted
 
 
 @router.get("/jp/v1/jobs/{job}/system", summary="Workers, metrics and devices with system samples")
@@ -60,8 +75,11 @@ def system_series(
     start: str | None = None,
     end: str | None = None,
     step: str | None = None,
+    fields: str | None = None,
     key: ApiKey = Depends(caller),
 ) -> JSON:
+    """``fields`` (e.g. ``avg``) answers only those of each bucket's ``avg``, ``min``, ``max``, ``last`` and
+    ``count`` (a series' worker, metric, device and bucket times ``t`` always come)."""
     ctx = context(request)
     ctx.access.require(key, job)
     metrics = split_list(metric)
@@ -81,7 +99,10 @@ def system_series(
     step_ms = step_given or auto_step(end_ms - start_ms)
     start_ms = align_start(start_ms, step_ms)  # whole hours or minutes are read from a rollup
     devices = None if device is None else split_list(device) if device else [""]
+    left_out = _left_out(fields)
     series = ctx.store.system.series(
         job, metrics, start_ms=start_ms, end_ms=end_ms, step_ms=step_ms, workers=workers, devices=devices
     )
+    if left_out:
+        series = [{name: values for name, values in one.items() if name not in left_out} for one in series]
     return JSON({"job": job, "start": start_ms, "end": end_ms, "step_ms": step_ms, "series": series})
