@@ -39,12 +39,13 @@ class Writer:
             for name, table in tables.items():
                 if table.num_rows == 0:
                     continue
+                # noted before any statement: replacing points changes the rollup before the insert
+                jobs.update(pc.unique(table.column("job")).to_pylist())
                 if name in _IDENTITY:
                     table = self._new_rows(name, table)
                 elif name == "scalars":
                     table = self._new_scalars(table)
                 if table.num_rows:
-                    jobs.update(pc.unique(table.column("job")).to_pylist())
                     self._engine.insert(f"{self._db}.{name}", table)
                 written[name] = table.num_rows
         finally:
