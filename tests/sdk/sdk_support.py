@@ -9,7 +9,8 @@ import textwrap
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -49,6 +50,44 @@ def start_client(code: str, env: dict[str, str]) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def own_server(tmp_path: Path):  # noqa: ANN201 - jobpulse.testing.ServerProcess
+    """A started server with its data and configuration under ``tmp_path``, for a test that stops it."""
+    from jobpulse.testing import ServerProcess
+
+    srv = ServerProcess(data_dir=tmp_path / "data", config_dir=tmp_path / "config")
+    srv.data_dir.mkdir()
+    srv.config_dir.mkdir()
+    srv.start()
+    return srv
+
+
+@contextmanager
+def client_beside_server(tmp_path: Path, code: str) -> Iterator[tuple]:
+    """A server of its own and a client process running ``code`` against it; both stopped at the end."""
+    srv = own_server(tmp_path)
+    proc = None
+    try:
+        proc = start_client(code, client_env(srv, tmp_path / "spool"))
+        yield srv, proc
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        srv.stop()
+
+
+def outlast_outage(srv, proc: subprocess.Popen, stop: Callable[[], None], running: str, timeout: float) -> None:
+    """Take the server down with ``stop`` while the client runs (``running``: why it must still be running),
+    start it again, and check that the client then finished well, having said it could not reach it."""
+    stop()
+    time.sleep(0.5)
+    assert proc.poll() is None, running
+    srv.start()
+    _out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err
+    assert "cannot reach" in err
 
 
 def wait_for(check: Callable[[], object], timeout: float, what: str, interval: float = 0.05) -> object:

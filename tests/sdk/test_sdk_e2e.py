@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 import sdk_support as s
 
 from jobpulse.sdk import spool as sp
-from jobpulse.testing import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -115,21 +113,10 @@ run.finish()
 def test_server_restart_mid_run_loses_and_duplicates_nothing(tmp_path):
     # The server is read only once the client has exited: reads are not what is tested here.
     n, half = 500, 150
-    srv = ServerProcess(data_dir=tmp_path / "data", config_dir=tmp_path / "config")
-    srv.data_dir.mkdir()
-    srv.config_dir.mkdir()
-    srv.start()
-    proc = None
-    try:
-        proc = s.start_client(RESTART_SCRIPT.format(n=n, half=half), s.client_env(srv, tmp_path / "spool"))
+    with s.client_beside_server(tmp_path, RESTART_SCRIPT.format(n=n, half=half)) as (srv, proc):
         s.wait_for(lambda: proc.stdout.readline() in ("HALF\n", ""), 30, "the first half", interval=0)
-        srv.stop()  # while the client goes on logging
-        time.sleep(0.5)
-        assert proc.poll() is None, "the run ended before the outage"
-        srv.start()
-        out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0, err
-        assert "cannot reach" in err
+        # stopped while the client goes on logging
+        s.outlast_outage(srv, proc, srv.stop, "the run ended before the outage", timeout=60)
         points = s.all_points(srv, "e2e-restart", "x", "x")
         assert points["iter"] == list(range(n))
         assert points["value"] == [float(i) for i in range(n)]
@@ -137,11 +124,6 @@ def test_server_restart_mid_run_loses_and_duplicates_nothing(tmp_path):
         assert sorted(msgs, key=lambda m: int(m.split()[1])) == [f"line {i}" for i in range(n)]
         workers = s.api_get(srv, "/jp/v1/jobs/e2e-restart")["workers"]
         assert [w["status"] for w in workers] == ["completed"]
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        srv.stop()
 
 
 KILLED_SCRIPT = """
@@ -166,10 +148,7 @@ with jobpulse.init(project="e2e", job="e2e-next") as run:
 
 
 def test_spool_of_a_killed_run_is_replayed_by_the_next_run(tmp_path):
-    srv = ServerProcess(data_dir=tmp_path / "data", config_dir=tmp_path / "config")
-    srv.data_dir.mkdir()
-    srv.config_dir.mkdir()
-    srv.start()
+    srv = s.own_server(tmp_path)
     srv.stop()  # known address and key, but down while the first run reports
     spool_root = tmp_path / "spool"
     env = s.client_env(srv, spool_root)
@@ -225,22 +204,11 @@ run.finish()
 
 def test_pipelined_batches_keep_their_order_through_a_server_restart(tmp_path):
     n = 10_000
-    srv = ServerProcess(data_dir=tmp_path / "data", config_dir=tmp_path / "config")
-    srv.data_dir.mkdir()
-    srv.config_dir.mkdir()
-    srv.start()
-    proc = None
-    try:
-        proc = s.start_client(PIPELINE_SCRIPT.format(n=n), s.client_env(srv, tmp_path / "spool"))
+    with s.client_beside_server(tmp_path, PIPELINE_SCRIPT.format(n=n)) as (srv, proc):
         s.wait_for(lambda: proc.stdout.readline() in ("FIRST\n", ""), 60, "the first round", interval=0)
         s.wait_for(lambda: proc.stdout.readline() in ("QUEUED\n", ""), 60, "the later rounds", interval=0)
-        srv.kill()  # while batches of the later rounds are on the wire
-        time.sleep(0.5)
-        assert proc.poll() is None, "the run delivered everything before the outage"
-        srv.start()
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        assert "cannot reach" in err
+        # killed while batches of the later rounds are on the wire
+        s.outlast_outage(srv, proc, srv.kill, "the run delivered everything before the outage", timeout=120)
         for metric, variant in (("a", "a"), ("b", "b"), ("train", "c"), ("train", "d")):
             points = s.all_points(srv, "e2e-pipeline", metric, variant)
             assert points["iter"] == list(range(3 * n))
@@ -249,11 +217,6 @@ def test_pipelined_batches_keep_their_order_through_a_server_restart(tmp_path):
         assert msgs == ["round 1 queued", "round 2 queued"]
         workers = s.api_get(srv, "/jp/v1/jobs/e2e-pipeline")["workers"]
         assert [w["status"] for w in workers] == ["completed"]
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        srv.stop()
 
 
 def test_a_server_that_refuses_large_batches_gets_them_in_parts(tmp_path, capfd):
