@@ -42,6 +42,20 @@ def client_env(srv, spool_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def run_options(srv, tmp_path: Path, **extra: object) -> dict:
+    """Options of an in-process run against ``srv``: no console capture, no signal handler, a spool of
+    its own that is not replayed."""
+    return dict(
+        url=srv.url,
+        api_key=srv.api_key,
+        capture_console=False,
+        handle_sigterm=False,
+        spool_dir=tmp_path / "spool",
+        replay_spool=False,
+        **extra,
+    )
+
+
 def start_client(code: str, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)],

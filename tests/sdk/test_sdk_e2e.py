@@ -225,17 +225,7 @@ def test_a_server_that_refuses_large_batches_gets_them_in_parts(tmp_path, capfd)
 
     steps, keys = 20_000, ["x", "y", "z"]
     with running_server(tmp_path / "srv", env={"JOBPULSE_MAX_EVENTS": "25000"}) as srv:
-        run = Run(
-            project="e2e",
-            job="e2e-split",
-            url=srv.url,
-            api_key=srv.api_key,
-            capture_console=False,
-            handle_sigterm=False,
-            spool_dir=tmp_path / "spool",
-            replay_spool=False,
-            flush_timeout=120,
-        )
+        run = Run(project="e2e", job="e2e-split", **s.run_options(srv, tmp_path, flush_timeout=120))
         for step in range(steps):  # 60,000 points queued at once: batches larger than the server takes
             run.log({k: step * 0.5 for k in keys}, step=step)
         delivery = run.finish()

@@ -12,18 +12,6 @@ import sdk_support as s
 pytestmark = pytest.mark.e2e
 
 
-def _options(server, tmp_path) -> dict:
-    return dict(
-        url=server.url,
-        api_key=server.api_key,
-        capture_console=False,
-        handle_sigterm=False,
-        spool_dir=tmp_path / "spool",
-        replay_spool=False,
-        flush_interval=0.2,
-    )
-
-
 @pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")  # lightning 2.6 on torch 2.13
 def test_lightning_logger_reports_metrics_and_hyperparameters(server, tmp_path):
     try:
@@ -52,7 +40,8 @@ def test_lightning_logger_reports_metrics_and_hyperparameters(server, tmp_path):
     x = torch.randn(64, 4)
     pairs = torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True))
     data = torch.utils.data.DataLoader(pairs, batch_size=8)
-    logger = JobpulseLogger(project="frameworks", job="lightning-tiny", **_options(server, tmp_path))
+    options = s.run_options(server, tmp_path, flush_interval=0.2)
+    logger = JobpulseLogger(project="frameworks", job="lightning-tiny", **options)
     trainer = pl.Trainer(
         max_epochs=2,
         logger=logger,
@@ -112,7 +101,8 @@ def test_transformers_callback_reports_trainer_logs(server, tmp_path):
         use_cpu=True,
         disable_tqdm=True,
     )
-    callback = JobpulseCallback(project="frameworks", job="hf-tiny", **_options(server, tmp_path))
+    options = s.run_options(server, tmp_path, flush_interval=0.2)
+    callback = JobpulseCallback(project="frameworks", job="hf-tiny", **options)
     trainer = transformers.Trainer(
         model=Tiny(), args=args, train_dataset=Data(), eval_dataset=Data(), callbacks=[callback]
     )
