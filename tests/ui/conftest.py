@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from uitools import CHROMIUM, CHROMIUM_ARGS, DEMO, SECOND, call, wait_for  # noqa: E402
+from uitools import CHROMIUM, CHROMIUM_ARGS, DEMO, SECOND, call, error_checked, wait_for  # noqa: E402
 
 from jobpulse.client import Client  # noqa: E402
 from jobpulse.credentials import Credentials  # noqa: E402
@@ -88,9 +88,6 @@ def signed_context(browser: Any, ui_server: ServerProcess, signed_in: dict) -> I
 @pytest.fixture
 def page(signed_context: Any) -> Iterator[Any]:
     """A signed-in 1440×900 page; fails the test if the page throws an uncaught error."""
-    tab = signed_context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    yield tab
-    tab.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
+    with error_checked(signed_context.new_page()) as tab:
+        yield tab
+        tab.close()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from PIL import Image, ImageChops
-from uitools import ARTIFACTS, DEMO, call, plot_data, wait_chart, wait_for
+from uitools import ARTIFACTS, DEMO, call, error_checked, plot_data, wait_chart, wait_for
 
 from jobpulse.testing import ServerProcess
 
@@ -181,12 +181,9 @@ def dark_page(browser: Any, ui_server: ServerProcess, signed_in: dict) -> Iterat
         color_scheme="dark",
     )
     context.set_default_timeout(20_000)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    yield tab
-    context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
+    with error_checked(context.new_page()) as tab:
+        yield tab
+        context.close()
 
 
 def test_the_preview_draws_a_time_axis_in_the_dark_theme_at_twice_the_pixels(dark_page: Any) -> None:

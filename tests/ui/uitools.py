@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,15 @@ def call(
     except urllib.error.HTTPError as exc:
         payload = exc.read()
         return exc.code, orjson.loads(payload) if payload.startswith(b"{") else None
+
+
+@contextmanager
+def error_checked(tab: Any) -> Iterator[Any]:
+    """``tab`` for the block; fails the test after it if the page threw an uncaught error."""
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    yield tab
+    assert not errors, f"uncaught errors in the page: {errors}"
 
 
 def wait_for(predicate: Any, timeout: float = 60.0, what: str = "condition") -> Any:
