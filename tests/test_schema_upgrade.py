@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import pyarrow as pa
 import pytest
 from starlette.testclient import TestClient
 
@@ -59,6 +60,52 @@ def _load(store: Store, tmp_path) -> None:  # noqa: ANN001
         assert not answer.json().get("rejected")
 
 
+def _load_as_written_then(engine: EmbeddedEngine, database: str) -> None:
+    """The rows of ``_body`` inserted straight into the tables, as the writer of an older schema did;
+    the views that schema defined build its rollups."""
+    body = _body()
+    scalars = [s for s in body["series"] if s["kind"] == "scalar"]
+    system = [s for s in body["series"] if s["kind"] == "system"]
+    engine.insert(
+        f"{database}.scalars",
+        pa.table(
+            {
+                "job": [body["job"]] * sum(len(s["iter"]) for s in scalars),
+                "metric": [s["metric"] for s in scalars for _ in s["iter"]],
+                "variant": [s["variant"] for s in scalars for _ in s["iter"]],
+                "iter": pa.array([i for s in scalars for i in s["iter"]], pa.int64()),
+                "ts": pa.array([t for s in scalars for t in s["ts"]], pa.int64()).cast(pa.timestamp("ms")),
+                "value": pa.array([v for s in scalars for v in s["value"]], pa.float64()),
+            }
+        ),
+    )
+    engine.insert(
+        f"{database}.system",
+        pa.table(
+            {
+                "job": [body["job"]] * sum(len(s["ts"]) for s in system),
+                "worker": [s["worker"] for s in system for _ in s["ts"]],
+                "metric": [s["metric"] for s in system for _ in s["ts"]],
+                "device": [s["device"] for s in system for _ in s["ts"]],
+                "ts": pa.array([t for s in system for t in s["ts"]], pa.int64()).cast(pa.timestamp("ms")),
+                "value": pa.array([v for s in system for v in s["value"]], pa.float64()),
+            }
+        ),
+    )
+
+
+def _rounded(answer: object) -> object:
+    """``answer`` with its floats to 12 significant digits: sums taken in another order (SQL in an upgrade,
+    numpy in the writer) may differ in their last bits."""
+    if isinstance(answer, float):
+        return float(f"{answer:.12g}")
+    if isinstance(answer, dict):
+        return {k: _rounded(v) for k, v in answer.items()}
+    if isinstance(answer, (list, tuple)):
+        return [_rounded(v) for v in answer]
+    return answer
+
+
 def _answers(store: Store) -> dict:
     return {
         "chart_iter": store.scalars.chart(["job-1"], "loss", buckets=40),
@@ -70,14 +117,14 @@ def _answers(store: Store) -> dict:
 
 @pytest.fixture
 def at_step_3(embedded_engine: EmbeddedEngine, tmp_path, monkeypatch: pytest.MonkeyPatch) -> str:  # noqa: ANN001
-    """A database created by the first three schema steps and loaded with data through the API."""
+    """A database created by the first three schema steps and loaded with data as it was written then."""
     database = fresh_database()
     with monkeypatch.context() as patch:
         patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:3])
         patch.setattr(schema, "SCHEMA_VERSION", 3)
         old = Store(embedded_engine, database)
         assert old.previous_version == 0
-        _load(old, tmp_path)
+        _load_as_written_then(embedded_engine, database)
     return database
 
 
@@ -88,7 +135,7 @@ def test_step_4_keeps_charts_and_series(embedded_engine: EmbeddedEngine, at_step
     _load(fresh, tmp_path)
     got, want = _answers(upgraded), _answers(fresh)
     for name in want:
-        assert got[name] == want[name], name
+        assert _rounded(got[name]) == _rounded(want[name]), name
     assert len(want["hours"]) == 4 and len(want["hours"][0]["t"]) == 4
     assert want["chart_iter"]["series"] and len(want["chart_iter"]["series"]) == 2
 

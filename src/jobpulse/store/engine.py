@@ -30,7 +30,7 @@ class Engine(Protocol):
 
     def command(self, sql: str, params: dict[str, Any] | None = None) -> None: ...
 
-    def insert(self, table: str, data: pa.Table) -> None: ...
+    def insert(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> None: ...
 
     def close(self) -> None: ...
 
@@ -75,13 +75,14 @@ class EmbeddedEngine:
         except Exception as exc:
             raise _translate(exc) from exc
 
-    def insert(self, table: str, data: pa.Table) -> None:
+    def insert(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> None:
         columns = ", ".join(f"`{c}`" for c in data.column_names)
         arrow_rows = data  # noqa: F841 - read by name by the Python() table function below
+        with_settings = f" SETTINGS {', '.join(f'{k} = {v}' for k, v in settings.items())}" if settings else ""
         try:
             with self._calls:
                 self._session.query(
-                    f"INSERT INTO {table} ({columns}) SELECT * FROM Python(arrow_rows)", "Null"
+                    f"INSERT INTO {table} ({columns}){with_settings} SELECT * FROM Python(arrow_rows)", "Null"
                 )
         except Exception as exc:
             raise _translate(exc) from exc
@@ -128,9 +129,9 @@ class HttpEngine:
         except Exception as exc:
             raise _translate(exc) from exc
 
-    def insert(self, table: str, data: pa.Table) -> None:
+    def insert(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> None:
         try:
-            self._client.insert_arrow(table, data)
+            self._client.insert_arrow(table, data, settings=settings)
         except Exception as exc:
             raise _translate(exc) from exc
 

@@ -19,10 +19,10 @@ _STEP2_LEVELS = {0: (6, 10, 14, 18), 1: (12, 16, 20, 24)}
 
 
 def rollup_select(
-    source: str, sign: int = 1, *, last: str = "tuple", levels: dict[int, tuple[int, ...]] = ROLLUP_LEVELS
+    source: str, *, last: str = "tuple", levels: dict[int, tuple[int, ...]] = ROLLUP_LEVELS
 ) -> str:
-    """Aggregate scalar rows of ``source`` into the blocks of every rollup level; ``sign`` -1 gives the
-    rows that take already-counted points back out of the sums (when a point is replaced).
+    """Aggregate scalar rows of ``source`` into the blocks of every rollup level: the rollup in SQL, which
+    upgrades rebuild from the stored points (the writer computes the same blocks with numpy, ``rollup.py``).
 
     ``last`` is the form of the rollup's last-value column: ``"tuple"`` (schema step 4 on) is the
     largest ``(x, inserted, value)``, a plain maximum that is cheap to read; ``"state"`` is the
@@ -32,21 +32,13 @@ def rollup_select(
     steps = ", ".join(str(level - levels[0][0]) for level in levels[0])
     if last == "state":
         point, merged = "argMax(value, (x, inserted)) AS lv, max((x, inserted)) AS lk", "argMaxState(lv, lk)"
-        nothing = "argMaxState(lv, (toInt64(-9223372036854775807), toDateTime64(0, 6)))"
     else:
         # within one insert every row has the same ``inserted``: the last point is the one of largest x
         point, merged = "(max(x), max(inserted), argMax(value, x)) AS lt", "max(lt)"
-        nothing = "(toInt64(-9223372036854775807), toDateTime64(0, 6), toFloat64(0))"
-    if sign > 0:
-        extremes = f"min(min) AS min, max(max) AS max, {merged} AS last"
-    else:
-        extremes = (
-            "CAST(NULL AS Nullable(Float64)) AS min, CAST(NULL AS Nullable(Float64)) AS max, "
-            f"{nothing} AS last"
-        )
     return f"""SELECT job, metric, variant, axis, base + shift AS level,
             intDiv(fine, bitShiftLeft(toInt64(1), shift)) - (fine % bitShiftLeft(toInt64(1), shift) < 0) AS block,
-            {sign} * sum(fsum) AS sum, {sign} * sum(fn) AS n, {sign} * sum(fcount) AS count, {extremes},
+            sum(fsum) AS sum, sum(fn) AS n, sum(fcount) AS count,
+            min(min) AS min, max(max) AS max, {merged} AS last,
             min(fx) AS first_x, max(lx) AS last_x, min(fi) AS first_iter, max(li) AS last_iter
         FROM (
             SELECT job, metric, variant, axis, base, intDiv(x, size) - (x % size < 0) AS fine,
@@ -254,6 +246,11 @@ MIGRATIONS: list[list[str]] = [
         "CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.scalars_rollup_mv TO {db}.scalars_rollup AS "
         + _sql(rollup_select("{db}.scalars")),
         "INSERT INTO {db}.scalars_rollup " + _sql(rollup_select("{db}.scalars FINAL")),
+    ],
+    [
+        # The writer inserts the chart rollup's blocks itself (store/rollup.py): built by the view they
+        # cost 50-250 ms per 100,000 points, more the sparser the points are in time.
+        "DROP VIEW IF EXISTS {db}.scalars_rollup_mv",
     ],
 ]
 

@@ -1,0 +1,129 @@
+"""The chart rollup the writer builds with numpy holds the blocks that the rollup's SQL definition gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from jobpulse.errors import StoreUnavailable
+from jobpulse.store import Store
+from jobpulse.store.schema import rollup_select
+
+_KEY = ("job", "metric", "variant", "axis", "level", "block")
+_SUMS = ("sum", "n", "count")
+_ENVELOPES = ("min", "max", "first_x", "last_x", "first_iter", "last_iter")
+
+
+def _points(job: str, metric: str, variant: str, iters: np.ndarray, ts_ms: np.ndarray, values: np.ndarray) -> pa.Table:
+    n = len(iters)
+    return pa.table(
+        {
+            "job": [job] * n,
+            "metric": [metric] * n,
+            "variant": [variant] * n,
+            "iter": pa.array(iters, pa.int64()),
+            "ts": pa.array(ts_ms, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+            "value": pa.array(values, pa.float64()),
+            "worker": [""] * n,
+            "model_event": pa.array(np.zeros(n, dtype=np.uint8)),
+        }
+    )
+
+
+def _blocks(store: Store, source: str) -> dict[tuple, dict[str, Any]]:
+    """Rollup rows of ``source`` merged per block, as a chart reads them."""
+    table = store.engine.query(
+        f"""SELECT {", ".join(_KEY)}, sum(sum) AS sum, sum(n) AS n, sum(count) AS count, min(min) AS min,
+            max(max) AS max, max(last) AS last, min(first_x) AS first_x, max(last_x) AS last_x,
+            min(first_iter) AS first_iter, max(last_iter) AS last_iter
+        FROM {source} GROUP BY {", ".join(_KEY)} HAVING sum(count) != 0"""
+    )
+    return {tuple(row[k] for k in _KEY): row for row in table.to_pylist()}
+
+
+def _stored_rollup(store: Store) -> dict[tuple, dict[str, Any]]:
+    return _blocks(store, f"{store.database}.scalars_rollup")
+
+
+def _defined_rollup(store: Store) -> dict[tuple, dict[str, Any]]:
+    return _blocks(store, f"({rollup_select(f'{store.database}.scalars FINAL')})")
+
+
+def _assert_same(got: dict, want: dict, columns: tuple[str, ...]) -> None:
+    assert got.keys() == want.keys()
+    for key, row in want.items():
+        for column in columns:
+            if column == "last":  # (x, inserted, value): the x and value of the last point (value may be NaN)
+                assert repr((got[key]["last"]["1"], got[key]["last"]["3"])) == repr(
+                    (row["last"]["1"], row["last"]["3"])
+                ), key
+            elif row[column] is not None and column in (*_SUMS, "min", "max"):
+                assert got[key][column] == pytest.approx(row[column], rel=1e-12), (key, column)
+            else:
+                assert got[key][column] == row[column], (key, column)
+
+
+def _awkward_batch(rng: np.random.Generator, job: str, start: int) -> pa.Table:
+    """Three series interleaved row by row, negative iterations, times that go back, NaN and infinities."""
+    parts = []
+    for k, (metric, variant) in enumerate((("loss", "train"), ("loss", "eval"), ("lr", ""))):
+        iters = np.arange(start, start + 3000) - 500
+        ts = 1_700_000_000_000 + iters * (137 + 400 * k) + rng.integers(-3000, 3000, size=len(iters))
+        values = rng.normal(size=len(iters)) * 10**k
+        values[rng.random(len(iters)) < 0.02] = np.nan
+        values[rng.random(len(iters)) < 0.01] = np.inf
+        values[100:300] = np.nan  # a run of blocks with no finite value
+        parts.append(_points(job, metric, variant, iters, ts, values))
+    table = pa.concat_tables(parts)
+    return table.take(pa.array(rng.permutation(table.num_rows)))
+
+
+def test_the_writers_blocks_are_the_blocks_the_sql_definition_gives(store: Store) -> None:
+    rng = np.random.default_rng(7)
+    for start in (0, 3000, 6000):
+        store.writer.write({"scalars": _awkward_batch(rng, "j", start)})
+    got, want = _stored_rollup(store), _defined_rollup(store)
+    assert len(want) > 1000
+    _assert_same(got, want, (*_SUMS, *_ENVELOPES, "last"))
+
+
+def test_blocks_of_replaced_points_count_the_new_values_alone(store: Store) -> None:
+    iters = np.arange(10_000)
+    ts = 1_700_000_000_000 + iters * 1000
+    store.writer.write({"scalars": _points("j", "loss", "", iters, ts, np.sin(iters / 100))})
+    again = iters[2_000:7_000]
+    store.writer.write({"scalars": _points("j", "loss", "", again, ts[2_000:7_000] + 5, np.cos(again / 10))})
+    got, want = _stored_rollup(store), _defined_rollup(store)
+    # sums, counts and last points follow the replacement; minima, maxima and first/last x are an envelope
+    _assert_same(got, want, (*_SUMS, "last"))
+
+
+class _FailingPoints:
+    """The session's engine, except that inserts into the points table fail (a disk full, say)."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def insert(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> None:
+        if table.endswith(".scalars"):
+            raise StoreUnavailable("storage engine error: no space left on device")
+        self._engine.insert(table, data, settings)
+
+
+def test_points_that_fail_to_store_are_taken_back_out_of_the_rollup(store: Store) -> None:
+    iters = np.arange(5_000)
+    ts = 1_700_000_000_000 + iters * 1000
+    store.writer.write({"scalars": _points("j", "loss", "", iters, ts, iters * 1.0)})
+    before = _stored_rollup(store)
+    failing = Store(_FailingPoints(store.engine), store.database)  # type: ignore[arg-type]
+    more = np.arange(2_500, 8_000)
+    with pytest.raises(StoreUnavailable):
+        failing.writer.write({"scalars": _points("j", "loss", "", more, 1_700_000_000_000 + more * 1000, -more * 1.0)})
+    _assert_same(_stored_rollup(store), before, (*_SUMS,))
+    _assert_same(_stored_rollup(store), _defined_rollup(store), (*_SUMS,))
