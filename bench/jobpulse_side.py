@@ -97,6 +97,35 @@ def ingest_columnar(jp: Jobpulse, job: str, metrics: int, steps: int, batch_step
     return time.perf_counter() - start
 
 
+def arrow_bodies(job: str, metrics: int, steps: int, batch_steps: int):
+    """Request bodies of the Arrow form (one row per point), ``batch_steps`` steps of every metric each."""
+    names = pa.array([f"m{m}" for m in range(metrics)])
+    for start in range(0, steps, batch_steps):
+        stop = min(steps, start + batch_steps)
+        n = stop - start
+        iters = np.arange(start, stop, dtype=np.int64)
+        table = pa.table(
+            {
+                "metric": pa.DictionaryArray.from_arrays(np.repeat(np.arange(metrics, dtype=np.int32), n), names),
+                "iter": np.tile(iters, metrics),
+                "ts": np.tile(T0_MS + iters * STEP_MS, metrics),
+                "value": np.concatenate([values_array(m, start, stop) for m in range(metrics)]),
+            }
+        )
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        yield sink.getvalue().to_pybytes(), metrics * n
+
+
+def ingest_arrow(jp: Jobpulse, job: str, metrics: int, steps: int, batch_steps: int) -> float:
+    start = time.perf_counter()
+    query = f"?project={PROJECT}&job={job}&kind=scalar"
+    for body, _n in arrow_bodies(job, metrics, steps, batch_steps):
+        jp.ingest(body, "application/vnd.apache.arrow.stream", query)
+    return time.perf_counter() - start
+
+
 def ingest_jsonl(jp: Jobpulse, job: str, metrics: int, steps: int, batch_steps: int) -> float:
     start = time.perf_counter()
     query = f"?project={PROJECT}&job={job}"
@@ -156,6 +185,7 @@ def w1(jp: Jobpulse, cfg: dict, res: Result, server_pid: int, spool: Path) -> No
     with PeakMem(server_pid) as peak:
         for path, fn in (
             ("columnar", lambda j: ingest_columnar(jp, j, metrics, steps, batch)),
+            ("arrow", lambda j: ingest_arrow(jp, j, metrics, steps, batch)),
             ("jsonl", lambda j: ingest_jsonl(jp, j, metrics, steps, batch)),
             ("sdk", lambda j: ingest_sdk(jp, j, metrics, steps, spool)),
         ):
@@ -488,7 +518,7 @@ def measure(cfg: dict) -> dict[str, Any]:
                 stored = (
                     sum(
                         len(res.data["figures"].get(f"w1.ingest.{p}", {}).get("values", []))
-                        for p in ("columnar", "jsonl", "sdk")
+                        for p in ("columnar", "arrow", "jsonl", "sdk")
                     )
                     * cfg["w1"]["metrics"]
                     * cfg["w1"]["steps"]

@@ -44,6 +44,7 @@ W6 = {
 # label, unit, higher is better, jobpulse key, {column: key}
 ROWS: list[tuple[str, str, bool, str, dict[str, str]]] = [
     ("1. scalar ingest, HTTP columnar", "points/s", True, "w1.ingest.columnar", W1),
+    ("1. scalar ingest, HTTP Arrow", "points/s", True, "w1.ingest.arrow", W1),
     ("1. scalar ingest, HTTP JSON lines", "points/s", True, "w1.ingest.jsonl", W1),
     ("1. scalar ingest, SDK end to end", "points/s", True, "w1.ingest.sdk", W1),
     (
@@ -320,6 +321,14 @@ def targets(results: dict[str, Any]) -> list[str]:
         100,
     )
     add(
+        "scalar ingest, HTTP Arrow: 100x the best of MLflow and Aim",
+        "w1.ingest.arrow",
+        "points/s",
+        ingest_peers,
+        True,
+        100,
+    )
+    add(
         "scalar ingest, HTTP JSON lines: 100x the best of MLflow and Aim",
         "w1.ingest.jsonl",
         "points/s",
@@ -408,10 +417,10 @@ def sizes(cfg: dict[str, Any]) -> list[str]:
     return [
         f"- repeats: {cfg['repeats']} (figures are the median, with the range in brackets)",
         f"- 1: one run, {c1['metrics']} metrics x {c1['steps']:,} steps ({c1['metrics'] * c1['steps']:,} points). "
-        f"jobpulse sends all of them (columnar and JSON-lines requests of {c1['batch_steps']:,} steps of every "
-        f"metric; the SDK: one `log()` of {c1['metrics']} values per step, then `finish()`, timed until "
-        f"delivered). Each peer gets the same stream through its own fastest official path, stopped after "
-        f"{c1['peer_time_s']} s per repeat: its rate is the points it stored in that time "
+        f"jobpulse sends all of them (columnar JSON, Arrow IPC and JSON-lines requests of {c1['batch_steps']:,} "
+        f"steps of every metric, one request at a time; the SDK: one `log()` of {c1['metrics']} values per step, "
+        f"then `finish()`, timed until delivered). Each peer gets the same stream through its own fastest "
+        f"official path, stopped after {c1['peer_time_s']} s per repeat: its rate is the points it stored in that time "
         f"(MLflow in metric-major `log_batch` requests of 1,000 points; Aim one `track()` of a dict of "
         f"{c1['metrics']} per step; TensorBoard one `add_scalar` per point). Peers' ingest is timed until the data "
         f"is durable and readable (MLflow: acknowledged; Aim: run closed and indexed, and through `aim server` "

@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = [
     "w1.ingest.columnar",
+    "w1.ingest.arrow",
     "w1.ingest.jsonl",
     "w1.ingest.sdk",
     "w2.read_full",

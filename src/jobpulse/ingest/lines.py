@@ -76,7 +76,7 @@ def parse_each_line(
 
 
 def _one_event(event: dict, defaults: dict, batch: Batch, now_ms: int) -> None:
-    kind = event.get("kind", event.get("type"))
+    kind = event.get("kind", event.get("type", defaults.get("kind")))
     if kind not in KINDS:
         raise _Reject("invalid_kind", f"'kind' must be one of {', '.join(KINDS)}, got {kind!r}")
     job, project = _identity(event, defaults)

@@ -56,8 +56,8 @@ class _Built:
         self.n = len(events)
         kinds = [e.get("kind") for e in events]
         kind_set = _distinct_strings(kinds, none=True)
-        if None in kind_set:  # a missing (or null) kind: the event's 'type' stands for it
-            kinds = [e.get("kind", e.get("type")) for e in events]
+        if None in kind_set:  # a missing (or null) kind: the event's 'type', or the query's kind, stands for it
+            kinds = [e.get("kind", e.get("type", defaults.get("kind"))) for e in events]
             kind_set = _distinct_strings(kinds, none=False)
         if not kind_set.issubset(TABLES):
             raise _Undecided

@@ -1,4 +1,4 @@
-"""Turn an ingest body (JSON lines or the columnar form, see docs/ingest.md) into table columns.
+"""Turn an ingest body (JSON lines, the columnar form or Arrow, see docs/ingest.md) into table columns.
 
 Bad events are counted per reason and dropped; good ones are kept. Nothing here touches the store.
 """
@@ -14,6 +14,8 @@ import orjson
 import zstandard
 
 from ..errors import BadRequest, PayloadTooLarge
+from .arrow import CONTENT_TYPE as ARROW
+from .arrow import parse_arrow
 from .batch import Batch
 from .lines import parse_lines
 from .rules import (
@@ -107,9 +109,12 @@ def parse_body(
             if doc.get(name) is not None:
                 merged[name] = doc[name]
         _parse_columnar(doc["series"], merged, batch, max_events, now_ms)
+    elif kind == ARROW:
+        parse_arrow(data, defaults, batch, max_events, now_ms)
     else:
         raise BadRequest(
-            f"Content-Type {content_type!r} is not supported; use application/x-ndjson or application/json",
+            f"Content-Type {content_type!r} is not supported; use application/x-ndjson, application/json "
+            f"or {ARROW}",
             field="Content-Type",
         )
     return batch
@@ -155,7 +160,7 @@ def _column(series: dict, name: str, length: int, default: Any = None) -> Any:
 
 
 def _one_series(series: dict, defaults: dict, batch: Batch, base: int, n: int, now_ms: int) -> None:
-    kind = series.get("kind")
+    kind = series.get("kind", defaults.get("kind"))
     if kind not in ("scalar", "system", "log"):
         raise _Reject("invalid_kind", "columnar series are of kind scalar, system or log")
     if n == 0:

@@ -79,15 +79,19 @@ def resolve_jobs(ctx: Context, key: ApiKey, batch: Batch) -> None:
         ctx.known_jobs[job_id] = (batch.jobs[job_id], now + _KNOWN_TTL_S)
 
 
-@router.post("/jp/v1/ingest", summary="Store a batch of events of any kind (JSON lines or columnar)")
+@router.post("/jp/v1/ingest", summary="Store a batch of events of any kind (JSON lines, columnar or Arrow)")
 async def ingest(
-    request: Request, project: str | None = None, job: str | None = None, worker: str | None = None
+    request: Request,
+    project: str | None = None,
+    job: str | None = None,
+    worker: str | None = None,
+    kind: str | None = None,
 ) -> JSON:
     ctx = context(request)
     key = await run_in_threadpool(ctx.access.native_key, request)
     raw = await read_body(request, ctx.settings.max_body_bytes)
     data = decode(raw, request.headers.get("content-encoding"), ctx.settings.max_body_bytes)
-    defaults = {"project": project, "job": job, "worker": worker}
+    defaults = {"project": project, "job": job, "worker": worker, "kind": kind}
     batch = await run_in_threadpool(
         parse_body, data, request.headers.get("content-type"), defaults, max_events=ctx.settings.max_events
     )

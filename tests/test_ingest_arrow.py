@@ -1,0 +1,183 @@
+"""POST /jp/v1/ingest with an Arrow IPC stream body: one row per event, typed columns."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import zstandard
+
+from helpers import NOW_MS
+
+ARROW = "application/vnd.apache.arrow.stream"
+
+
+def stream(columns: dict[str, Any] | pa.Table) -> bytes:
+    table = columns if isinstance(columns, pa.Table) else pa.table(columns)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def post_arrow(client: Any, body: bytes, encoding: str | None = None, **params: str) -> Any:
+    headers = {"Content-Type": ARROW, **({"Content-Encoding": encoding} if encoding else {})}
+    return client.post("/jp/v1/ingest", params={"project": "proj", "job": "j1", **params}, content=body,
+                       headers=headers)  # fmt: skip
+
+
+def points(client: Any, metric: str, job: str = "j1") -> dict[str, Any]:
+    return client.get(f"/jp/v1/jobs/{job}/scalars/points", params={"metric": metric}).json()
+
+
+def test_scalar_rows_are_stored_with_their_types(client):
+    body = stream(
+        {
+            "kind": ["scalar"] * 4,
+            "metric": ["loss"] * 4,
+            "iter": pa.array([0, 1, 2, 3], pa.int32()),
+            "ts": pa.array([NOW_MS - 4, NOW_MS - 3, NOW_MS - 2, NOW_MS - 1], pa.int64()),
+            "value": [0.5, float("nan"), float("inf"), -2.0],
+        }
+    )
+    answer = post_arrow(client, body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"accepted": 4, "rejected": 0, "errors": {}, "examples": []}
+    got = points(client, "loss")
+    assert got["iter"] == [0, 1, 2, 3] and got["ts"] == [NOW_MS - 4, NOW_MS - 3, NOW_MS - 2, NOW_MS - 1]
+    assert got["value"][0] == 0.5 and got["value"][1] == "NaN" and got["value"][2] == "Infinity"
+    assert got["value"][3] == -2.0
+
+
+def test_timestamp_columns_of_any_unit_are_read_as_milliseconds(client):
+    at = pa.array([(NOW_MS - 1000) * 1000 + 999], pa.timestamp("us", tz="UTC"))
+    post_arrow(client, stream({"metric": ["loss"], "iter": [7], "ts": at, "value": [1.0]}), kind="scalar")
+    assert points(client, "loss")["ts"] == [NOW_MS - 1000]
+
+
+def test_the_kind_may_come_from_the_query_and_the_job_from_a_column(client):
+    body = stream({"job": ["j1", "j2"], "metric": ["acc", "acc"], "iter": [1, 1], "value": [0.1, 0.2]})
+    assert post_arrow(client, body, kind="scalar").json()["accepted"] == 2
+    assert points(client, "acc", "j1")["value"] == [0.1] and points(client, "acc", "j2")["value"] == [0.2]
+
+
+def test_system_and_log_rows_travel_in_one_body(client):
+    body = stream(
+        {
+            "kind": ["system", "system", "log", "log"],
+            "worker": ["worker-1", "worker-1", "worker-1", None],
+            "metric": ["gpu_util", "gpu_util", None, None],
+            "device": ["0", "1", None, None],
+            "ts": [NOW_MS - 60_000] * 4,
+            "value": [97.0, 12.0, None, None],
+            "seq": pa.array([None, None, 1, 1], pa.uint64()),
+            "level": [None, None, "WARN", None],
+            "msg": [None, None, "from worker-1", "from worker-0"],
+        }
+    )
+    answer = post_arrow(client, body)
+    assert answer.json()["accepted"] == 4, answer.text
+    series = client.get("/jp/v1/jobs/j1/system/series", params={"metric": "gpu_util"}).json()["series"]
+    assert sorted((s["worker"], s["device"], s["avg"][0]) for s in series) == [
+        ("worker-1", "0", 97.0),
+        ("worker-1", "1", 12.0),
+    ]
+    logged = client.get("/jp/v1/jobs/j1/logs").json()["lines"]
+    assert sorted((line["worker"], line["level"], line["msg"]) for line in logged) == [
+        ("worker-0", "info", "from worker-0"),
+        ("worker-1", "warning", "from worker-1"),
+    ]
+    workers = client.get("/jp/v1/jobs/j1").json()["workers"]
+    assert {w["worker"] for w in workers} == {"worker-0", "worker-1"}
+
+
+def test_dictionary_encoded_text_and_zstd_bodies_are_read(client):
+    table = pa.table(
+        {
+            "kind": pa.array(["scalar"] * 3).dictionary_encode(),
+            "metric": pa.array(["loss"] * 3).dictionary_encode(),
+            "variant": pa.array(["train", "train", "eval"], pa.large_string()),
+            "iter": [1, 2, 1],
+            "value": pa.array([1, 2, 3], pa.int16()),
+        }
+    )
+    body = zstandard.ZstdCompressor().compress(stream(table))
+    assert post_arrow(client, body, encoding="zstd").json()["accepted"] == 3
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss"}).json()
+    assert sorted((s["variant"], s["count"]) for s in chart["series"]) == [("eval", [1]), ("train", [1, 1])]
+
+
+def test_rows_breaking_a_rule_are_counted_and_the_rest_stored(client):
+    body = stream(
+        {
+            "kind": ["scalar", "scalar", "scalar", "vector", "scalar", "scalar"],
+            "job": ["j1", "j1", "bad job", "j1", "j1", "j1"],
+            "metric": ["loss", "", "loss", "loss", "loss", "loss"],
+            "iter": pa.array([1, 2, 3, 4, 2**60, None], pa.int64()),
+            "value": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        }
+    )
+    answer = post_arrow(client, body)
+    assert answer.status_code == 200, answer.text
+    result = answer.json()
+    assert result["accepted"] == 1 and result["rejected"] == 5
+    assert result["errors"] == {
+        "invalid_kind": 1,
+        "invalid_job": 1,
+        "invalid_metric": 1,
+        "iter_out_of_range": 1,
+        "invalid_iter": 1,
+    }
+    assert sorted(e["index"] for e in result["examples"]) == [1, 2, 3, 4, 5]
+    assert points(client, "loss")["iter"] == [1]
+
+
+def test_a_body_of_bad_rows_alone_is_refused(client):
+    answer = post_arrow(client, stream({"metric": ["loss"], "iter": [1], "value": [1.0]}))
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == {"invalid_kind": 1}
+    assert answer.json()["error"]["code"] == "no_valid_events"
+
+
+@pytest.mark.parametrize(
+    ("columns", "field"),
+    [
+        ({"kind": ["scalar"], "metric": ["loss"], "iter": [1.5], "value": [1.0]}, "iter"),
+        ({"kind": ["scalar"], "metric": ["loss"], "iter": [1], "value": ["1.0"]}, "value"),
+        ({"kind": ["scalar"], "metric": [3], "iter": [1], "value": [1.0]}, "metric"),
+        ({"kind": ["scalar"], "metric": ["loss"], "iter": [1], "value": [1.0], "valeu": [2.0]}, "valeu"),
+        ({"kind": ["scalar"], "metric": ["loss"], "iter": [1], "value": [1.0], "ts": ["yesterday"]}, "ts"),
+    ],
+)
+def test_a_column_of_the_wrong_type_or_name_refuses_the_body_and_names_it(client, columns, field):
+    answer = post_arrow(client, stream(columns))
+    assert answer.status_code == 400
+    assert answer.json()["error"]["field"] == field and repr(field) in answer.json()["error"]["message"]
+    assert points(client, "loss").get("iter", []) == []
+
+
+def test_a_body_that_is_no_arrow_stream_is_refused(client):
+    answer = post_arrow(client, b"{\"kind\": \"scalar\"}")
+    assert answer.status_code == 400
+    assert "Arrow IPC stream" in answer.json()["error"]["message"]
+
+
+def test_a_resent_body_stores_nothing_twice(client):
+    body = stream({"kind": ["scalar"] * 3, "metric": ["loss"] * 3, "iter": [1, 2, 3], "value": [1.0, 2.0, 3.0]})
+    for _ in range(2):
+        assert post_arrow(client, body).json()["accepted"] == 3
+    chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 1}).json()
+    assert chart["series"][0]["count"] == [3]
+    assert math.isclose(chart["series"][0]["mean"][0], 2.0)
+
+
+def test_integers_of_any_width_and_sign_are_range_checked(client):
+    scalars = stream({"kind": ["scalar"] * 2, "metric": ["loss"] * 2, "iter": pa.array([1, 2**63 + 5], pa.uint64()),
+                      "value": [1.0, 2.0]})  # fmt: skip
+    assert post_arrow(client, scalars).json()["errors"] == {"iter_out_of_range": 1}
+    lines = stream({"kind": ["log"] * 2, "seq": pa.array([-1, 2], pa.int8()), "msg": ["a", "b"]})
+    assert post_arrow(client, lines).json()["errors"] == {"invalid_seq": 1}
+    assert points(client, "loss")["iter"] == [1]
+    assert [line["msg"] for line in client.get("/jp/v1/jobs/j1/logs").json()["lines"]] == ["b"]
