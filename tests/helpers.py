@@ -79,3 +79,21 @@ def ingest_samples(
         ],
     }
     assert post_columns(client, body).json()["accepted"] == len(values)
+
+
+class CountingEngine:
+    """The real engine, with a count of its queries and of those that read the chart rollup or the points."""
+
+    def __init__(self, engine) -> None:  # noqa: ANN001
+        self._engine = engine
+        self.chart_reads = 0
+        self.queries = 0
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._engine, name)
+
+    def query(self, sql: str, params=None):  # noqa: ANN001, ANN201
+        self.queries += 1
+        if "scalars_rollup" in sql or "scalars FINAL" in sql:
+            self.chart_reads += 1
+        return self._engine.query(sql, params)

@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-from helpers import T0, ingest_samples, post_columns, scalar_series
+from helpers import T0, CountingEngine, ingest_samples, post_columns, scalar_series
 from jobpulse.store import Store
 from jobpulse.store.memory import Memory
 
 CHART = "/jp/v1/jobs/j1/scalars/chart"
-
-
-class CountingEngine:
-    """The real engine, with a count of its queries and of those that read the chart rollup or the points."""
-
-    def __init__(self, engine) -> None:  # noqa: ANN001
-        self._engine = engine
-        self.chart_reads = 0
-        self.queries = 0
-
-    def __getattr__(self, name: str):  # noqa: ANN204
-        return getattr(self._engine, name)
-
-    def query(self, sql: str, params=None):  # noqa: ANN001, ANN201
-        self.queries += 1
-        if "scalars_rollup" in sql or "scalars FINAL" in sql:
-            self.chart_reads += 1
-        return self._engine.query(sql, params)
 
 
 def _chart(client, **params):  # noqa: ANN001, ANN202

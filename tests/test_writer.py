@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from helpers import CountingEngine
 from jobpulse.store import Store
 
 
@@ -74,3 +75,21 @@ def test_series_whose_names_join_alike_stay_apart(store: Store) -> None:
     assert _stored(store, "ab", "c") == {0: 1.0, 1: 2.0}
     assert _stored(store, "a", "bc") == {0: 5.0, 1: 9.0}
     assert _stored(store, "a", "b", variant="c") == {0: 7.0, 1: 8.0}
+
+
+def test_points_above_the_stored_ones_are_written_without_a_lookup(store: Store) -> None:
+    store.writer.write({"scalars": _points("j", "loss", [0, 1, 2], [1.0, 2.0, 3.0])})
+    counting = CountingEngine(store.engine)
+    store.writer._engine = counting
+    assert store.writer.write({"scalars": _points("j", "loss", [3, 4], [4.0, 5.0])}) == {"scalars": 2}
+    assert counting.queries == 0
+    assert _stored(store, "j", "loss") == {0: 1.0, 1: 2.0, 2: 3.0, 3: 4.0, 4: 5.0}
+
+
+def test_points_sent_again_after_the_jobs_data_was_deleted_are_stored_anew(store: Store) -> None:
+    store.jobs.ensure({"j": "p"}, {})
+    store.writer.write({"scalars": _points("j", "loss", list(range(10)), [1.0] * 10)})
+    store.jobs.delete_data("j")
+    assert store.writer.write({"scalars": _points("j", "loss", list(range(10)), [2.0] * 10)}) == {"scalars": 10}
+    assert _stored(store, "j", "loss") == {i: 2.0 for i in range(10)}
+    assert _bucket(store, "j", "loss") == {"count": 10, "mean": 2.0}

@@ -31,6 +31,7 @@ _US = pa.timestamp("us")
 # A batch of points holds one row per key (``_last_per_key``) and its rollup rows are summed by every
 # read, so the engine need not merge rows of one insert: 100,000 points took 10-20 ms less.
 _AS_GIVEN = {"optimize_on_insert": 0}
+_REMEMBERED_SERIES = 200_000
 
 
 class Writer:
@@ -40,6 +41,8 @@ class Writer:
         self._changes = changes
         self._clock = threading.Lock()
         self._last_inserted = 0
+        # each series' stored iteration range, kept where every write passes through this writer
+        self._ranges: dict[tuple[str, str, str], tuple[int, int]] = {}
 
     def write(self, tables: dict[str, pa.Table]) -> dict[str, int]:
         """Insert each table's rows; answers the rows written per table."""
@@ -94,7 +97,7 @@ class Writer:
 
     def _write_scalars(self, table: pa.Table) -> int:
         """Insert the new points of ``table`` and their rollup blocks; answers the points inserted."""
-        table, codes, series, replaced, replaced_codes = self._new_scalars(table)
+        table, codes, series, replaced, replaced_codes, ranges = self._new_scalars(table)
         if not table.num_rows:
             return 0
         inserted = self._inserted_now()
@@ -116,7 +119,33 @@ class Writer:
             with contextlib.suppress(Exception):  # the insert's own error is the one to answer
                 self._engine.insert(f"{self._db}.scalars_rollup", undo, _AS_GIVEN)
             raise
+        if self._changes.sees_every_write:
+            with self._clock:
+                if len(self._ranges) > _REMEMBERED_SERIES:
+                    self._ranges.clear()
+                self._ranges.update(ranges)
         return table.num_rows
+
+    def _stored_ranges(self, series: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], tuple[int, int]]:
+        """The stored iteration range of each of ``series`` that holds points.
+
+        Where every write passes through this writer, the ranges it stored are remembered, so the usual
+        batch needs no query; a deletion leaves a remembered range wider than the stored one, which only
+        costs a lookup that finds nothing.
+        """
+        with self._clock:
+            found = {key: self._ranges[key] for key in series if key in self._ranges}
+        unknown = [key for key in series if key not in found]
+        if unknown:
+            rows = self._engine.query(
+                f"""SELECT job, metric, variant, min(first_iter) AS lo, max(last_iter) AS hi
+                FROM {self._db}.scalars_latest
+                WHERE (job, metric, variant) IN {{series:Array(Tuple(String, String, String))}}
+                GROUP BY job, metric, variant""",
+                {"series": unknown},
+            ).to_pylist()
+            found.update({(r["job"], r["metric"], r["variant"]): (r["lo"], r["hi"]) for r in rows})
+        return found
 
     def _inserted_now(self) -> int:
         """The insert time of a batch in microseconds, later than every batch before it in this process.
@@ -130,21 +159,21 @@ class Writer:
 
     def _new_scalars(
         self, table: pa.Table
-    ) -> tuple[pa.Table, np.ndarray, list[tuple[str, str, str]], pa.Table | None, np.ndarray]:
+    ) -> tuple[pa.Table, np.ndarray, list[tuple[str, str, str]], pa.Table | None, np.ndarray, dict]:
         """The points of ``table`` to insert (the last of each key, none already stored alike), the series
-        code of each, the series the codes name, and the stored points they replace with their codes."""
+        code of each, the series the codes name, the stored points they replace with their codes, and the
+        iteration range of each series once the points are stored."""
         table, codes, series, first, last = _last_per_key(table)
-        nothing_replaced = (table, codes, series, None, codes[:0])
         # Only a series whose stored iterations overlap the batch's can hold a point it resends or
         # replaces; most batches carry new points above every stored one and need no lookup.
-        stored_range = self._engine.query(
-            f"""SELECT job, metric, variant, min(first_iter) AS lo, max(last_iter) AS hi
-            FROM {self._db}.scalars_latest
-            WHERE (job, metric, variant) IN {{series:Array(Tuple(String, String, String))}}
-            GROUP BY job, metric, variant""",
-            {"series": series},
-        ).to_pylist()
-        ranges = {(r["job"], r["metric"], r["variant"]): (r["lo"], r["hi"]) for r in stored_range}
+        ranges = self._stored_ranges(series)
+        after = {
+            key: (min(ranges[key][0], int(first[i])), max(ranges[key][1], int(last[i])))
+            if key in ranges
+            else (int(first[i]), int(last[i]))
+            for i, key in enumerate(series)
+        }
+        nothing_replaced = (table, codes, series, None, codes[:0], after)
         overlapping = [
             i
             for i, key in enumerate(series)
@@ -191,7 +220,7 @@ class Writer:
         if not keep.all():
             table, codes = table.filter(pa.array(keep)), codes[keep]
         if not replaced:
-            return table, codes, series, None, codes[:0]
+            return table, codes, series, None, codes[:0], after
         code_col, iter_col, value_col, ts_col = zip(*replaced, strict=True)
         old_points = pa.table(
             {
@@ -200,7 +229,7 @@ class Writer:
                 "value": pa.array(value_col, pa.float64()),
             }
         )
-        return table, codes, series, old_points, np.array(code_col, dtype=np.int64)
+        return table, codes, series, old_points, np.array(code_col, dtype=np.int64), after
 
 
 def _last_per_key(
