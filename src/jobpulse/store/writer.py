@@ -263,6 +263,9 @@ def _last_per_key(
 
 def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[tuple[str, str, str]]]:
     """A code per row naming its (job, metric, variant), and the series each code names."""
+    runs = _series_runs(table)
+    if runs is not None:
+        return runs
     codes = np.zeros(table.num_rows, dtype=np.int64)
     for name in ("job", "metric", "variant"):
         encoded = pc.dictionary_encode(table.column(name)).combine_chunks()
@@ -281,3 +284,22 @@ def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[tuple[str, str, s
         _, first_rows, codes = np.unique(codes, return_index=True, return_inverse=True)
     names = [table.column(c).take(pa.array(first_rows)).to_pylist() for c in ("job", "metric", "variant")]
     return codes.reshape(-1), list(zip(*names, strict=True))
+
+
+def _series_runs(table: pa.Table) -> tuple[np.ndarray, list[tuple[str, str, str]]] | None:
+    """``_series_of_rows`` for the usual batch, whose rows come in runs of one series (a columnar or Arrow
+    body sends a series at a time): neighbours are compared instead of every row hashed. None when the
+    rows change series too often for that to pay."""
+    n = table.num_rows
+    columns = [table.column(name) for name in ("job", "metric", "variant")]
+    changed = np.zeros(max(n - 1, 0), dtype=bool)
+    for column in columns:
+        changed |= pc.not_equal(column.slice(1), column.slice(0, n - 1)).to_numpy()
+    starts = np.flatnonzero(np.concatenate(([True], changed)))
+    if len(starts) > max(64, n // 256):
+        return None
+    at = pa.array(starts)
+    names = list(zip(*(column.take(at).to_pylist() for column in columns), strict=True))
+    index: dict[tuple[str, str, str], int] = {}
+    run_codes = np.fromiter((index.setdefault(name, len(index)) for name in names), dtype=np.int64, count=len(names))
+    return np.repeat(run_codes, np.diff(np.append(starts, n))), list(index)
