@@ -32,6 +32,18 @@ def test_revoked_key_is_401_at_once(app, client, make_key):
     assert reader.get("/jp/v1/jobs").status_code == 401
 
 
+def test_a_key_seen_before_is_not_looked_up_again(app, store, make_key):
+    token = make_key(["proj"], "read")
+    lookups = []
+    verify = store.keys.verify
+    store.keys.verify = lambda presented: lookups.append(presented) or verify(presented)
+    reader = as_key(app, token)
+    assert [reader.get("/jp/v1/jobs").status_code for _ in range(3)] == [200, 200, 200]
+    assert lookups == [token]
+    assert as_key(app, "X" + token[1:]).get("/jp/v1/jobs").status_code == 401  # another token is looked up
+    assert len(lookups) == 2
+
+
 def test_job_outside_the_keys_projects_is_404(app, client, make_key):
     post_columns(client, scalar_series("secret", "loss", [1.0], project="other"))
     reader = as_key(app, make_key(["proj"], "read"))

@@ -50,6 +50,11 @@ class Access:
         self._cache[token] = (key, now + self._settings.key_cache_seconds)
         return key
 
+    def remembered_key(self, request: Request) -> ApiKey | None:
+        """The caller's API key if this replica remembers it, without any lookup (None: ask ``native_key``)."""
+        cached = self._cache.get(_native_token(request) or "")
+        return cached[0] if cached and cached[1] > time.monotonic() else None
+
     def forget(self, key_id: str) -> None:
         """Drop a revoked key from this replica's cache at once."""
         for token in [t for t, (k, _) in self._cache.items() if k.key_id == key_id]:
@@ -57,12 +62,9 @@ class Access:
 
     def native_key(self, request: Request) -> ApiKey:
         """The caller of a native route: ``Authorization: Bearer``, ``X-API-Key``, or a UI session cookie."""
-        header = request.headers.get("authorization", "")
-        scheme, _, value = header.partition(" ")
-        if scheme.lower() == "bearer" and value:
-            return self.authenticate(value.strip())
-        if request.headers.get("x-api-key"):
-            return self.authenticate(request.headers["x-api-key"].strip())
+        token = _native_token(request)
+        if token:
+            return self.authenticate(token)
         cookie = request.cookies.get(SESSION_COOKIE)
         if cookie:
             return self.session_key(cookie)
@@ -157,3 +159,11 @@ class Access:
         if key is None:
             raise Unauthorized("the key of this session has been revoked")
         return key
+
+
+def _native_token(request: Request) -> str | None:
+    """The API key a native request carries: ``Authorization: Bearer`` or ``X-API-Key``."""
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and value:
+        return value.strip()
+    return request.headers.get("x-api-key", "").strip() or None

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 
 from ..errors import BadRequest, NotFound
 from ..ingest import Committer
@@ -33,9 +34,12 @@ def context(request: Request) -> Context:
     return request.app.state.ctx
 
 
-def caller(request: Request) -> ApiKey:
-    """FastAPI dependency: the API key of a native request."""
-    return request.app.state.ctx.access.native_key(request)
+async def caller(request: Request) -> ApiKey:
+    """FastAPI dependency: the API key of a native request. A key this replica remembers is answered on
+    the event loop; only a lookup (a new key, a session cookie) takes a worker thread."""
+    access = request.app.state.ctx.access
+    key = access.remembered_key(request)
+    return key if key is not None else await run_in_threadpool(access.native_key, request)
 
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/ ]{0,254}$")
