@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
 import orjson
+import pyarrow as pa
 
 NOW_MS = int(time.time() * 1000)
 
@@ -97,3 +99,25 @@ class CountingEngine:
         if "scalars_rollup" in sql or "scalars FINAL" in sql:
             self.chart_reads += 1
         return self._engine.query(sql, params)
+
+
+def points_table(
+    job: str, metric: str, iters: Any, values: Any, *, variant: str = "", ts_ms: Any = None
+) -> pa.Table:
+    """Points of one series as the writer takes them; ``ts_ms`` defaults to 1,700,000,000,000 + iter."""
+    iters = np.asarray(iters, dtype=np.int64)
+    n = len(iters)
+    return pa.table(
+        {
+            "job": [job] * n,
+            "metric": [metric] * n,
+            "variant": [variant] * n,
+            "iter": pa.array(iters),
+            "ts": pa.array(1_700_000_000_000 + iters if ts_ms is None else ts_ms, pa.int64()).cast(
+                pa.timestamp("ms", tz="UTC")
+            ),
+            "value": pa.array(values, pa.float64()),
+            "worker": [""] * n,
+            "model_event": pa.array(np.zeros(n, dtype=np.uint8)),
+        }
+    )

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from helpers import points_table
 from jobpulse.errors import StoreUnavailable
 from jobpulse.store import Store
 from jobpulse.store.schema import rollup_select
@@ -18,19 +19,7 @@ _ENVELOPES = ("min", "max", "first_x", "last_x", "first_iter", "last_iter")
 
 
 def _points(job: str, metric: str, variant: str, iters: np.ndarray, ts_ms: np.ndarray, values: np.ndarray) -> pa.Table:
-    n = len(iters)
-    return pa.table(
-        {
-            "job": [job] * n,
-            "metric": [metric] * n,
-            "variant": [variant] * n,
-            "iter": pa.array(iters, pa.int64()),
-            "ts": pa.array(ts_ms, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
-            "value": pa.array(values, pa.float64()),
-            "worker": [""] * n,
-            "model_event": pa.array(np.zeros(n, dtype=np.uint8)),
-        }
-    )
+    return points_table(job, metric, iters, values, variant=variant, ts_ms=ts_ms)
 
 
 def _blocks(store: Store, source: str) -> dict[tuple, dict[str, Any]]:

@@ -64,34 +64,16 @@ def _load_as_written_then(engine: EmbeddedEngine, database: str) -> None:
     """The rows of ``_body`` inserted straight into the tables, as the writer of an older schema did;
     the views that schema defined build its rollups."""
     body = _body()
-    scalars = [s for s in body["series"] if s["kind"] == "scalar"]
-    system = [s for s in body["series"] if s["kind"] == "system"]
-    engine.insert(
-        f"{database}.scalars",
-        pa.table(
-            {
-                "job": [body["job"]] * sum(len(s["iter"]) for s in scalars),
-                "metric": [s["metric"] for s in scalars for _ in s["iter"]],
-                "variant": [s["variant"] for s in scalars for _ in s["iter"]],
-                "iter": pa.array([i for s in scalars for i in s["iter"]], pa.int64()),
-                "ts": pa.array([t for s in scalars for t in s["ts"]], pa.int64()).cast(pa.timestamp("ms")),
-                "value": pa.array([v for s in scalars for v in s["value"]], pa.float64()),
-            }
-        ),
-    )
-    engine.insert(
-        f"{database}.system",
-        pa.table(
-            {
-                "job": [body["job"]] * sum(len(s["ts"]) for s in system),
-                "worker": [s["worker"] for s in system for _ in s["ts"]],
-                "metric": [s["metric"] for s in system for _ in s["ts"]],
-                "device": [s["device"] for s in system for _ in s["ts"]],
-                "ts": pa.array([t for s in system for t in s["ts"]], pa.int64()).cast(pa.timestamp("ms")),
-                "value": pa.array([v for s in system for v in s["value"]], pa.float64()),
-            }
-        ),
-    )
+    for table, kind, per_series, per_point in (
+        ("scalars", "scalar", ("metric", "variant"), {"iter": pa.int64(), "ts": pa.int64(), "value": pa.float64()}),
+        ("system", "system", ("worker", "metric", "device"), {"ts": pa.int64(), "value": pa.float64()}),
+    ):
+        series = [s for s in body["series"] if s["kind"] == kind]
+        columns: dict = {"job": [body["job"]] * sum(len(s["ts"]) for s in series)}
+        columns.update({name: [s[name] for s in series for _ in s["ts"]] for name in per_series})
+        columns.update({name: pa.array([v for s in series for v in s[name]], t) for name, t in per_point.items()})
+        columns["ts"] = columns["ts"].cast(pa.timestamp("ms"))
+        engine.insert(f"{database}.{table}", pa.table(columns))
 
 
 def _rounded(answer: object) -> object:

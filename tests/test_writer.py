@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 
-from helpers import CountingEngine
+from helpers import CountingEngine, points_table
 from jobpulse.store import Store
 
 
 def _points(job: str, metric: str, iters: list[int], values: list[float], variant: str = "") -> pa.Table:
-    n = len(iters)
-    return pa.table(
-        {
-            "job": [job] * n,
-            "metric": [metric] * n,
-            "variant": [variant] * n,
-            "iter": pa.array(iters, pa.int64()),
-            "ts": pa.array(np.array([1_700_000_000_000 + i for i in iters], dtype="datetime64[ms]")),
-            "value": pa.array(values, pa.float64()),
-            "worker": [""] * n,
-            "model_event": pa.array([0] * n, pa.uint8()),
-        }
-    )
+    return points_table(job, metric, iters, values, variant=variant)
 
 
 def _stored(store: Store, job: str, metric: str, variant: str = "") -> dict[int, float]:
