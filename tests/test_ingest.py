@@ -99,6 +99,24 @@ def test_all_bad_batch_is_400_naming_the_problem(client):
     assert "'iter'" in answer.json()["error"]["message"]
 
 
+def test_the_kind_may_come_from_the_query_in_every_form(client):
+    scalar = {"metric": "loss", "iter": 1, "value": 0.5, "ts": NOW_MS}
+    assert post_lines(client, scalar, project="proj", job="j1", kind="scalar").json()["accepted"] == 1
+    odd = {"kind": "log", "seq": 1, "msg": "its own kind wins", "ts": NOW_MS}
+    mixed = post_lines(client, scalar | {"iter": 2}, odd, project="proj", job="j1", kind="scalar")
+    assert mixed.json()["accepted"] == 2
+    body = scalar_series("j1", "loss", [1.0, 2.0], variant="", start=3)
+    del body["series"][0]["kind"]
+    assert post_columns(client, body, kind="scalar").json()["accepted"] == 2
+    vector = {"kind": "vector", "metric": "hist", "iter": 1, "values": [1, 2]}  # lines read one by one
+    assert post_lines(client, scalar | {"iter": 5}, vector, project="proj", job="j1", kind="scalar").json()[
+        "accepted"
+    ] == 2
+    points = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"}).json()
+    assert points["iter"] == [1, 2, 3, 4, 5]
+    assert [line["msg"] for line in client.get("/jp/v1/jobs/j1/logs").json()["lines"]] == ["its own kind wins"]
+
+
 def test_unparseable_body_is_400(client):
     answer = client.post("/jp/v1/ingest", content=b"{not json", headers={"Content-Type": "application/json"})
     assert answer.status_code == 400 and answer.json()["error"]["field"] == "body"
