@@ -181,3 +181,20 @@ def test_integers_of_any_width_and_sign_are_range_checked(client):
     assert post_arrow(client, lines).json()["errors"] == {"invalid_seq": 1}
     assert points(client, "loss")["iter"] == [1]
     assert [line["msg"] for line in client.get("/jp/v1/jobs/j1/logs").json()["lines"]] == ["b"]
+
+
+def test_a_null_takes_the_querys_default_for_its_column(client):
+    body = stream({"kind": ["scalar", None], "job": [None, "j2"], "metric": ["loss", "loss"], "iter": [1, 2],
+                   "value": [1.0, 2.0]})  # fmt: skip
+    assert post_arrow(client, body, kind="scalar").json()["accepted"] == 2
+    assert points(client, "loss", "j1")["iter"] == [1] and points(client, "loss", "j2")["iter"] == [2]
+
+
+def test_a_stream_of_several_record_batches_is_read_whole(client):
+    first = pa.table({"metric": ["loss"] * 2, "iter": [1, 2], "value": [1.0, 2.0]})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, first.schema) as writer:
+        writer.write_table(first)
+        writer.write_table(pa.table({"metric": ["loss"], "iter": [3], "value": [3.0]}))
+    assert post_arrow(client, sink.getvalue().to_pybytes(), kind="scalar").json()["accepted"] == 3
+    assert points(client, "loss")["iter"] == [1, 2, 3]

@@ -89,16 +89,18 @@ class _Rows:
         return column.chunk(0) if column.num_chunks == 1 else pa.concat_arrays(column.chunks)
 
     def text(self, name: str) -> pa.Array | None:
-        """A text column as strings; None where the body has none (the query's default applies)."""
+        """A text column as strings, its nulls replaced by the query's default for ``name`` where there is
+        one; None where the body has neither column nor default."""
         column = self.column(name)
+        default = self.defaults.get(name)
         if column is None:
-            default = self.defaults.get(name)
             return None if default is None else self.repeated(default)
         if pa.types.is_dictionary(column.type):
             column = column.dictionary_decode()
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
             raise BadRequest(f"column {name!r} must hold strings, not {column.type}", field=name)
-        return column.cast(pa.string())
+        column = column.cast(pa.string())
+        return column if default is None or not column.null_count else pc.fill_null(column, default)
 
     def repeated(self, text: str) -> pa.Array:
         if text not in self._repeated:
