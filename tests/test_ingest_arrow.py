@@ -188,6 +188,9 @@ def test_a_null_takes_the_querys_default_for_its_column(client):
                    "value": [1.0, 2.0]})  # fmt: skip
     assert post_arrow(client, body, kind="scalar").json()["accepted"] == 2
     assert points(client, "loss", "j1")["iter"] == [1] and points(client, "loss", "j2")["iter"] == [2]
+    nulls = stream({"metric": ["acc"], "variant": pa.nulls(1), "iter": [1], "value": [0.5]})  # Arrow's null type
+    assert post_arrow(client, nulls, kind="scalar").json()["accepted"] == 1
+    assert points(client, "acc")["variant"] == [""]
 
 
 def test_a_stream_of_several_record_batches_is_read_whole(client):

@@ -83,7 +83,8 @@ class _Rows:
         self._repeated: dict[str, pa.Array] = {}
 
     def column(self, name: str) -> pa.Array | None:
-        if name not in self.table.column_names:
+        """The column ``name``; None where the body has none, or one of nulls alone (Arrow's null type)."""
+        if name not in self.table.column_names or pa.types.is_null(self.table.schema.field(name).type):
             return None
         column = self.table.column(name)
         return column.chunk(0) if column.num_chunks == 1 else pa.concat_arrays(column.chunks)
