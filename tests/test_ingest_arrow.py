@@ -57,6 +57,16 @@ def test_timestamp_columns_of_any_unit_are_read_as_milliseconds(client):
     assert points(client, "loss")["ts"] == [NOW_MS - 1000]
 
 
+def test_a_missing_time_of_any_width_is_the_time_of_arrival(client):
+    body = stream({"metric": ["loss"] * 3, "iter": [1, 2, 3], "value": [1.0, 2.0, 3.0],
+                   "ts": pa.array([None, NOW_MS // 1000, 2**63 + 1], pa.uint64())})  # fmt: skip
+    answer = post_arrow(client, body, kind="scalar").json()
+    assert answer["accepted"] == 1 and answer["errors"] == {"ts_out_of_range": 2}
+    assert points(client, "loss")["ts"][0] >= NOW_MS
+    small = stream({"metric": ["acc"], "iter": [1], "value": [1.0], "ts": pa.array([None], pa.int32())})
+    assert post_arrow(client, small, kind="scalar").json()["accepted"] == 1
+
+
 def test_the_kind_may_come_from_the_query_and_the_job_from_a_column(client):
     body = stream({"job": ["j1", "j2"], "metric": ["acc", "acc"], "iter": [1, 1], "value": [0.1, 0.2]})
     assert post_arrow(client, body, kind="scalar").json()["accepted"] == 2
@@ -131,6 +141,12 @@ def test_rows_breaking_a_rule_are_counted_and_the_rest_stored(client):
         "invalid_iter": 1,
     }
     assert sorted(e["index"] for e in result["examples"]) == [1, 2, 3, 4, 5]
+    assert points(client, "loss")["iter"] == [1]
+
+
+def test_a_row_without_a_kind_is_counted_and_the_others_stored(client):
+    body = stream({"kind": ["scalar", None], "metric": ["loss", "loss"], "iter": [1, 2], "value": [1.0, 2.0]})
+    assert post_arrow(client, body).json()["errors"] == {"invalid_kind": 1}
     assert points(client, "loss")["iter"] == [1]
 
 

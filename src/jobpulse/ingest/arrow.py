@@ -52,7 +52,7 @@ def parse_arrow(data: bytes, defaults: dict[str, Any], batch: Batch, max_events:
         rows.drop(rows.keep, "invalid_kind", "name the events' kind: a 'kind' column or the 'kind' query parameter")
         return
     rows.drop(pc.is_null(kinds), "invalid_kind", "every row needs a 'kind'")
-    present = _distinct(kinds)
+    present = [kind for kind in _distinct(kinds) if kind is not None]
     for kind in present:
         if kind not in _TABLES:
             rows.drop(pc.equal(kinds, kind), "invalid_kind", "Arrow bodies carry events of kind scalar, system or log")
@@ -153,8 +153,10 @@ class _Rows:
         if pa.types.is_timestamp(column.type):
             column = pc.cast(column, pa.timestamp("ms", tz=column.type.tz), safe=False).cast(pa.int64())
         elif pa.types.is_floating(column.type):
-            column = pc.floor(column)
-        elif not pa.types.is_integer(column.type):
+            column = pc.floor(column.cast(pa.float64()))
+        elif pa.types.is_integer(column.type):
+            column = pc.cast(column, pa.int64(), safe=False)  # past int64: negative, so out of range below
+        else:
             raise BadRequest("column 'ts' must hold epoch milliseconds (integers or numbers) or timestamps", field="ts")
         values = pc.fill_null(column, now_ms).to_numpy(zero_copy_only=False)
         self.drop(~np.isfinite(values), "invalid_ts", "'ts' must be epoch milliseconds")
