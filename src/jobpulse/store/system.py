@@ -107,31 +107,24 @@ class System:
         read from a rollup are remembered while the store sees every write and the job's data is unchanged
         (raw samples are not: a retention period deletes them without a write).
         """
+        where, params = _window(job, metrics, start_ms, end_ms, step_ms, workers)
+        if devices is not None:
+            where += " AND device IN {devices:Array(String)}"
+            params["devices"] = devices
         rollup = rollup_for(start_ms, step_ms)
         version = self._changes.version([job]) if rollup is not None else None
         key = (job, tuple(metrics), start_ms, end_ms, step_ms, _names(workers), _names(devices))
         kept = self._memory.get(key, version) if version is not None else None
         if kept is None:
-            kept = self._series(job, metrics, start_ms, end_ms, step_ms, workers, devices, rollup)
+            kept = self._read_series(where, params, rollup)
             if version is not None:
                 self._memory.put(key, version, kept)
         return [dict(one) for one in kept]
 
-    def _series(
-        self,
-        job: str,
-        metrics: list[str],
-        start_ms: int,
-        end_ms: int,
-        step_ms: int,
-        workers: list[str] | None,
-        devices: list[str] | None,
-        rollup: tuple[str, str] | None,
+    def _read_series(
+        self, where: str, params: dict[str, Any], rollup: tuple[str, str] | None
     ) -> list[dict[str, Any]]:
-        where, params = _window(job, metrics, start_ms, end_ms, step_ms, workers)
-        if devices is not None:
-            where += " AND device IN {devices:Array(String)}"
-            params["devices"] = devices
+        """The series selected by ``where`` and ``params``, read from ``rollup`` or from the raw samples."""
         if rollup is not None:
             table, period = rollup
             sql = f"""SELECT worker, metric, device,
@@ -155,8 +148,8 @@ class System:
             self._engine.query(sql, params),
             ("worker", "metric", "device"),
             "t",
-            start_ms,
-            step_ms,
+            params["start"],
+            params["step"],
             ("avg", "min", "max", "last", "count"),
         )
 
