@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +35,30 @@ _AS_GIVEN = {"optimize_on_insert": 0}
 _REMEMBERED_SERIES = 200_000
 
 
+Series = tuple[str, str, str]  # job, metric, variant
+
+
+@dataclass
+class _NewPoints:
+    """The points of a batch to insert (the last of each key, none already stored alike), each row's code
+    among ``series``, the stored points they replace with their codes, and each series' stored iteration
+    range once the points are stored."""
+
+    table: pa.Table
+    codes: np.ndarray
+    series: list[Series]
+    ranges: dict[Series, tuple[int, int]]
+    replaced: pa.Table | None = None
+    replaced_codes: np.ndarray | None = None
+
+    def rollup(self, inserted_us: int, sign: int = 1) -> pa.Table:
+        """Rollup rows that count the new points (``sign`` 1) and take the replaced ones out; -1 undoes that."""
+        parts = [rollup_rows(self.table, self.codes, self.series, inserted_us, sign=sign)]
+        if self.replaced is not None:
+            parts.append(rollup_rows(self.replaced, self.replaced_codes, self.series, inserted_us, sign=-sign))
+        return pa.concat_tables(parts)
+
+
 class Writer:
     def __init__(self, engine: Engine, db: str, changes: Changes) -> None:
         self._engine = engine
@@ -42,7 +67,7 @@ class Writer:
         self._clock = threading.Lock()
         self._last_inserted = 0
         # each series' stored iteration range, kept where every write passes through this writer
-        self._ranges: dict[tuple[str, str, str], tuple[int, int]] = {}
+        self._ranges: dict[Series, tuple[int, int]] = {}
 
     def write(self, tables: dict[str, pa.Table]) -> dict[str, int]:
         """Insert each table's rows; answers the rows written per table."""
@@ -97,16 +122,12 @@ class Writer:
 
     def _write_scalars(self, table: pa.Table) -> int:
         """Insert the new points of ``table`` and their rollup blocks; answers the points inserted."""
-        table, codes, series, replaced, replaced_codes, ranges = self._new_scalars(table)
+        new = self._new_scalars(table)
+        table = new.table
         if not table.num_rows:
             return 0
         inserted = self._inserted_now()
-        parts = [(table, codes, 1)] + ([(replaced, replaced_codes, -1)] if replaced is not None else [])
-        self._engine.insert(
-            f"{self._db}.scalars_rollup",
-            pa.concat_tables([rollup_rows(p, c, series, inserted, sign=sign) for p, c, sign in parts]),
-            _AS_GIVEN,
-        )
+        self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted), _AS_GIVEN)
         try:
             self._engine.insert(
                 f"{self._db}.scalars",
@@ -115,18 +136,17 @@ class Writer:
             )
         except Exception:
             # the points are not stored: take them back out of the rollup (and the replaced ones back in)
-            undo = pa.concat_tables([rollup_rows(p, c, series, inserted, sign=-sign) for p, c, sign in parts])
             with contextlib.suppress(Exception):  # the insert's own error is the one to answer
-                self._engine.insert(f"{self._db}.scalars_rollup", undo, _AS_GIVEN)
+                self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1), _AS_GIVEN)
             raise
         if self._changes.sees_every_write:
             with self._clock:
                 if len(self._ranges) > _REMEMBERED_SERIES:
                     self._ranges.clear()
-                self._ranges.update(ranges)
+                self._ranges.update(new.ranges)
         return table.num_rows
 
-    def _stored_ranges(self, series: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], tuple[int, int]]:
+    def _stored_ranges(self, series: list[Series]) -> dict[Series, tuple[int, int]]:
         """The stored iteration range of each of ``series`` that holds points.
 
         Where every write passes through this writer, the ranges it stored are remembered, so the usual
@@ -157,12 +177,8 @@ class Writer:
             self._last_inserted = max(self._last_inserted + 1, time.time_ns() // 1000)
             return self._last_inserted
 
-    def _new_scalars(
-        self, table: pa.Table
-    ) -> tuple[pa.Table, np.ndarray, list[tuple[str, str, str]], pa.Table | None, np.ndarray, dict]:
-        """The points of ``table`` to insert (the last of each key, none already stored alike), the series
-        code of each, the series the codes name, the stored points they replace with their codes, and the
-        iteration range of each series once the points are stored."""
+    def _new_scalars(self, table: pa.Table) -> _NewPoints:
+        """What of ``table`` to insert, and what it replaces (see ``_NewPoints``)."""
         table, codes, series, first, last = _last_per_key(table)
         # Only a series whose stored iterations overlap the batch's can hold a point it resends or
         # replaces; most batches carry new points above every stored one and need no lookup.
@@ -173,14 +189,13 @@ class Writer:
             else (int(first[i]), int(last[i]))
             for i, key in enumerate(series)
         }
-        nothing_replaced = (table, codes, series, None, codes[:0], after)
         overlapping = [
             i
             for i, key in enumerate(series)
             if key in ranges and ranges[key][0] <= last[i] and first[i] <= ranges[key][1]
         ]
         if not overlapping:
-            return nothing_replaced
+            return _NewPoints(table, codes, series, after)
         # Without FINAL (which cost ~40 ms per batch even when nothing matched): older versions of a
         # point come first, so the newest one is what ``old`` keeps below.
         stored = self._engine.query(
@@ -196,7 +211,7 @@ class Writer:
             },
         )
         if stored.num_rows == 0:
-            return nothing_replaced
+            return _NewPoints(table, codes, series, after)
         old = {
             (j, m, v, i): (val, ts)
             for j, m, v, i, val, ts in zip(
@@ -220,7 +235,7 @@ class Writer:
         if not keep.all():
             table, codes = table.filter(pa.array(keep)), codes[keep]
         if not replaced:
-            return table, codes, series, None, codes[:0], after
+            return _NewPoints(table, codes, series, after)
         code_col, iter_col, value_col, ts_col = zip(*replaced, strict=True)
         old_points = pa.table(
             {
@@ -229,12 +244,12 @@ class Writer:
                 "value": pa.array(value_col, pa.float64()),
             }
         )
-        return table, codes, series, old_points, np.array(code_col, dtype=np.int64), after
+        return _NewPoints(table, codes, series, after, old_points, np.array(code_col, dtype=np.int64))
 
 
 def _last_per_key(
     table: pa.Table,
-) -> tuple[pa.Table, np.ndarray, list[tuple[str, str, str]], np.ndarray, np.ndarray]:
+) -> tuple[pa.Table, np.ndarray, list[Series], np.ndarray, np.ndarray]:
     """Keep only the last row of each (job, metric, variant, iter) within one batch; answers the table,
     the series code of each of its rows, the series (job, metric, variant) each code names, and each
     series' first and last iteration."""
@@ -261,7 +276,7 @@ def _last_per_key(
     return table, codes, series, first, last  # every code keeps a row, in code order
 
 
-def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[tuple[str, str, str]]]:
+def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[Series]]:
     """A code per row naming its (job, metric, variant), and the series each code names."""
     runs = _series_runs(table)
     if runs is not None:
@@ -286,7 +301,7 @@ def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[tuple[str, str, s
     return codes.reshape(-1), list(zip(*names, strict=True))
 
 
-def _series_runs(table: pa.Table) -> tuple[np.ndarray, list[tuple[str, str, str]]] | None:
+def _series_runs(table: pa.Table) -> tuple[np.ndarray, list[Series]] | None:
     """``_series_of_rows`` for the usual batch, whose rows come in runs of one series (a columnar or Arrow
     body sends a series at a time): neighbours are compared instead of every row hashed. None when the
     rows change series too often for that to pay."""
@@ -300,6 +315,6 @@ def _series_runs(table: pa.Table) -> tuple[np.ndarray, list[tuple[str, str, str]
         return None
     at = pa.array(starts)
     names = list(zip(*(column.take(at).to_pylist() for column in columns), strict=True))
-    index: dict[tuple[str, str, str], int] = {}
+    index: dict[Series, int] = {}
     run_codes = np.fromiter((index.setdefault(name, len(index)) for name in names), dtype=np.int64, count=len(names))
     return np.repeat(run_codes, np.diff(np.append(starts, n))), list(index)
