@@ -11,7 +11,7 @@ from ...errors import Forbidden, PayloadTooLarge
 from ...ingest import Batch, parse_body
 from ...ingest.parse import decode
 from ...store import ApiKey
-from ..context import Context, context
+from ..context import Context, caller, context
 from ..responses import JSON
 
 router = APIRouter(tags=["ingest"])
@@ -88,7 +88,7 @@ async def ingest(
     kind: str | None = None,
 ) -> JSON:
     ctx = context(request)
-    key = await run_in_threadpool(ctx.access.native_key, request)
+    key = await caller(request)
     raw = await read_body(request, ctx.settings.max_body_bytes)
     data = decode(raw, request.headers.get("content-encoding"), ctx.settings.max_body_bytes)
     defaults = {"project": project, "job": job, "worker": worker, "kind": kind}
