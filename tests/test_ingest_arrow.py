@@ -217,3 +217,11 @@ def test_a_stream_of_several_record_batches_is_read_whole(client):
         writer.write_table(pa.table({"metric": ["loss"], "iter": [3], "value": [3.0]}))
     assert post_arrow(client, sink.getvalue().to_pybytes(), kind="scalar").json()["accepted"] == 3
     assert points(client, "loss")["iter"] == [1, 2, 3]
+
+
+def test_a_job_takes_the_project_a_later_row_names_when_the_first_names_none(client):
+    body = stream({"kind": ["scalar"] * 2, "job": ["fresh"] * 2, "project": [None, "other"], "metric": ["m", "m"],
+                   "iter": [1, 2], "value": [1.0, 2.0]})  # fmt: skip
+    answer = client.post("/jp/v1/ingest", params={"job": "fresh"}, content=body, headers={"Content-Type": ARROW})
+    assert answer.json()["accepted"] == 2
+    assert client.get("/jp/v1/jobs/fresh").json()["job"]["project"] == "other"

@@ -46,6 +46,11 @@ def parse_arrow(data: bytes, defaults: dict[str, Any], batch: Batch, max_events:
         raise BadRequest("body holds no events", field="body")
     if table.num_rows > max_events:
         raise PayloadTooLarge(f"a batch holds at most {max_events} events", field="body")
+    add_events(table, defaults, batch, now_ms)
+
+
+def add_events(table: pa.Table, defaults: dict[str, Any], batch: Batch, now_ms: int) -> None:
+    """Check the rows of ``table`` (columns named as event fields, none repeated) and add the good ones to ``batch``."""
     rows = _Rows(table, defaults, batch)
     kinds = rows.text("kind")
     if kinds is None:
@@ -292,8 +297,10 @@ def _note(batch: Batch, kind: str, frame: pa.Table, projects: pa.Array) -> None:
     batch.frames.setdefault(_TABLES[kind], []).append(frame)
     jobs, job_codes = _codes(frame.column("job"))
     names, project_codes = _codes(projects)
-    if len(jobs) == 1 and len(names) <= 1:  # the usual body: one job, named by the query
-        pairs = np.zeros(1, dtype=np.int64)
+    if len(jobs) == 1 and len(names) <= 1:  # the usual body: one job, with one project or none
+        if batch.jobs.get(jobs[0]) is None:
+            batch.jobs[jobs[0]] = names[0] if names else None
+        pairs = np.zeros(0, dtype=np.int64)
     else:
         pairs = np.sort(np.unique(job_codes * (len(names) + 1) + project_codes, return_index=True)[1])
     for row in pairs.tolist():  # in the order the rows came

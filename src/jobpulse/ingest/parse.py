@@ -94,10 +94,10 @@ def parse_body(
 ) -> Batch:
     now_ms = now_ms if now_ms is not None else time.time_ns() // 1_000_000
     kind = (content_type or "").split(";")[0].strip().lower()
-    batch = Batch()
     if kind in ("application/x-ndjson", "application/jsonl", "application/json-lines", "text/plain", ""):
-        parse_lines(data, defaults, batch, max_events, now_ms)
-    elif kind == "application/json":
+        return parse_lines(data, defaults, max_events, now_ms)
+    batch = Batch()
+    if kind == "application/json":
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as exc:

@@ -1,0 +1,96 @@
+"""The quickest path of JSON lines: a body read by Arrow's JSON reader and checked as the Arrow form is.
+
+Arrow's reader parses the whole body into typed columns in C++, on every core, and the Arrow form's checks
+(``arrow.add_events``) run on those columns. Like the fast path of ``lines_fast.py``, this path decides nothing on its
+own: it takes a body only where reading it this way must give what the per-line rules give, and otherwise leaves it
+untouched to the next path. It leaves:
+
+- a body whose lines are not one JSON object each, or that holds more events than a batch may;
+- a field the reader types otherwise than the rules read it (it infers each field's type from the body: a whole
+  float for ``iter`` or ``ts``, a number for ``device``, text that looks like a date), a field no event of these
+  kinds has, and anything the reader refuses (a string among the numbers of ``value``, a duplicated key...);
+- the word ``null`` anywhere, since an explicit null means something else per field than a missing one;
+- a ``value`` that is not finite (Arrow reads ``NaN`` and ``Infinity`` literals, which are not JSON) or is ``-0``;
+- an empty ``project``, events of more than one kind, and any row the checks reject, so that the per-line path
+  answers with its own messages, indices and order.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
+
+from .arrow import add_events
+from .batch import Batch
+
+_TEXT = ("kind", "project", "job", "worker", "metric", "variant", "device", "level", "msg")
+# the types the reader may give each field; it infers them, which is quicker than converting to a given schema
+_TYPES: dict[str, tuple[pa.DataType, ...]] = {
+    **{name: (pa.string(),) for name in _TEXT},
+    **{name: (pa.int64(),) for name in ("iter", "ts", "seq")},
+    "value": (pa.float64(), pa.int64()),
+    "model_event": (pa.bool_(),),
+}
+# the end of one object and the start of the next, around a line break: no JSON value holds a '}' followed by '{'
+_BOUNDARY = re.compile(rb"\}[ \t\r]*\n[ \t\r]*\{")
+_BLANK = b" \t\r\n"
+
+
+def read_lines(data: bytes, defaults: dict[str, Any], max_events: int, now_ms: int) -> Batch | None:
+    """The batch of a JSON-lines body whose every line is a good scalar, system or log event of one kind; None for
+    any other body (see the module's text)."""
+    start, end = len(data) - len(data.lstrip(_BLANK)), len(data.rstrip(_BLANK))
+    if start >= end or data.find(b"null", start, end) >= 0 or defaults.get("project") == "":
+        return None
+    lines = data.count(b"\n", start, end) + 1
+    if lines > max_events:
+        return None
+    one_a_line = lines == 1 or data.count(b"}\n{", start, end) == lines - 1
+    if not one_a_line and len(_BOUNDARY.findall(data, start, end)) != lines - 1:
+        return None  # a blank line, or an object across lines: the reader would not count lines as the rules do
+    try:
+        table = pa_json.read_json(pa.py_buffer(memoryview(data)[start:end]))
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.num_rows != lines:
+        return None  # two objects on one line
+    table = _typed(table)
+    if table is None or not _as_the_rules_read(table):
+        return None
+    batch = Batch()
+    add_events(table, defaults, batch, now_ms)
+    return None if batch.errors else batch
+
+
+def _typed(table: pa.Table) -> pa.Table | None:
+    """The table without the fields no line has, integer values as floats; None where a field is not an event's, or
+    was read as another type than the rules read it (a whole float for ``iter``, a date-like string...)."""
+    columns = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_null(column.type):
+            continue
+        if column.type not in _TYPES.get(name, ()):
+            return None
+        if name == "value" and column.type == pa.int64():
+            column = pc.cast(column, pa.float64(), safe=False)  # rounded to the nearest float, as float(int) is
+        columns[name] = column
+    return pa.table(columns)
+
+
+def _as_the_rules_read(table: pa.Table) -> bool:
+    """Whether every value the reader made is the one the per-line rules make of the same text."""
+    names = table.column_names
+    if "kind" in names and (table["kind"].null_count or pc.count_distinct(table["kind"]).as_py() > 1):
+        return False  # several kinds: the per-line path orders tables and jobs by the first event of each
+    if "project" in names and pc.any(pc.equal(table["project"], "")).as_py():
+        return False
+    if "value" in names:
+        values = pc.fill_null(table["value"], 1.0).combine_chunks().to_numpy()
+        if not np.isfinite(values).all() or (np.signbit(values) & (values == 0)).any():
+            return False
+    return True
