@@ -40,8 +40,9 @@ def _w1(path: str) -> Step:
         c = cfg["w1"]
         if path == "sdk":
             return side.ingest_sdk(jp, "p-sdk", c["metrics"], c["steps"], spool)
-        fn = side.ingest_columnar if path == "columnar" else side.ingest_jsonl
-        return fn(jp, f"p-{path}", c["metrics"], c["steps"], c["batch_steps"])
+        if path == "jsonl":
+            return side.ingest_jsonl(jp, "p-jsonl", c["metrics"], c["steps"], c["batch_steps"], prepared=True)
+        return side.ingest_columnar(jp, f"p-{path}", c["metrics"], c["steps"], c["batch_steps"])
 
     return run
 

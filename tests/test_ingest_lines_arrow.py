@@ -167,6 +167,13 @@ def test_a_null_anywhere_leaves_the_body_even_inside_a_message():
     assert_left_and_answered_as_before(lines(log(msg="null pointer")))
 
 
+def test_a_line_longer_than_the_readers_block_is_answered_as_the_rules_answer_it():
+    body = lines(log(seq=1, msg="x" * (1 << 20)), log(seq=2, msg="y" * 300_000 + "✓" * 300_000))
+    got = parse_body(body, "application/x-ndjson", DEFAULTS, max_events=10, now_ms=NOW_MS)
+    assert_same(got, per_line(body))
+    assert got.accepted == 2
+
+
 def test_events_of_several_kinds_are_left():
     assert_left_and_answered_as_before(lines(scalar(), log(), system()))
 

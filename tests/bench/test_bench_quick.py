@@ -18,6 +18,7 @@ EXPECTED = [
     "w1.ingest.columnar",
     "w1.ingest.arrow",
     "w1.ingest.jsonl",
+    "w1.ingest.jsonl_python",
     "w1.ingest.sdk",
     "w2.read_full",
     "w2.chart_first",
