@@ -5,10 +5,11 @@ resent row twice, so before inserting logs and system samples the writer looks u
 keys already stored in the batch's time range of each job and keeps only the new rows.
 
 Scalars feed sums too: the writer inserts the chart rollup's blocks of each batch itself
-(``rollup.py``), before the points. A resent point identical to the stored one is dropped, and a
-point that replaces a stored one with another value takes the old value back out of the rollup's
-sums and counts in the same insert. (A bucket's min and max may still remember a replaced value:
-they are an envelope, not a sum.) Events replace by key and need no care.
+(``rollup.py``) before the points, and each series' summary row (``latest.py``) after them. A
+resent point identical to the stored one is dropped, and a point that replaces a stored one with
+another value takes the old value back out of the rollup's sums and counts in the same insert. (A
+bucket's min and max may still remember a replaced value: they are an envelope, not a sum; the
+summary counts every point sent, a replacement too.) Events replace by key and need no care.
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ import pyarrow.compute as pc
 
 from .changes import Changes
 from .engine import Engine
+from .latest import latest_rows
 from .rollup import rollup_rows
 
 # table -> columns that, with job and ts, identify a row
 _IDENTITY = {"logs": ("worker", "seq"), "system": ("worker", "metric", "device")}
 _US = pa.timestamp("us")
 # A batch of points holds one row per key (``_last_per_key``) and its rollup rows are summed by every
-# read, so the engine need not merge rows of one insert: 100,000 points took 10-20 ms less.
-_AS_GIVEN = {"optimize_on_insert": 0}
+# read, so the engine need not merge rows of one insert: 100,000 points took 10-20 ms less. One insert
+# is one block, which more threads only hand around: one thread stored 100,000 points in 33 ms, not 40-50.
+_AS_GIVEN = {"optimize_on_insert": 0, "max_threads": 1}
 _REMEMBERED_SERIES = 200_000
 
 
@@ -139,6 +142,10 @@ class Writer:
             with contextlib.suppress(Exception):  # the insert's own error is the one to answer
                 self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1), _AS_GIVEN)
             raise
+        # after the points, as the view that kept it ran after them: a batch whose points failed adds nothing here
+        self._engine.insert(
+            f"{self._db}.scalars_latest", latest_rows(table, new.codes, new.series, inserted), _AS_GIVEN
+        )
         if self._changes.sees_every_write:
             with self._clock:
                 if len(self._ranges) > _REMEMBERED_SERIES:
