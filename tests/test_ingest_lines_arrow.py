@@ -174,6 +174,12 @@ def test_a_line_longer_than_the_readers_block_is_answered_as_the_rules_answer_it
     assert got.accepted == 2
 
 
+@pytest.mark.parametrize("body", [b"{}", b"{}\n{}", b'{"variant":"v"}\n{}'])
+def test_lines_without_the_fields_of_an_event_are_left(body):
+    got = assert_left_and_answered_as_before(body)
+    assert got.accepted == 0 and got.rejected == body.count(b"\n") + 1
+
+
 def test_events_of_several_kinds_are_left():
     assert_left_and_answered_as_before(lines(scalar(), log(), system()))
 
