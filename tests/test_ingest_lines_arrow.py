@@ -116,8 +116,9 @@ def test_parse_body_answers_through_the_arrow_path():
         b'{"kind":"scalar","metric":"m","iter":3,\n"value":3}',
         b'{"kind":"scalar","metric":"m","iter":1,"value":1}\n\n{"kind":"scalar","metric":"m","iter":2,"value":2}',
         b'{"kind":"scalar","metric":"m","iter":1,"value":1}\n \n{"kind":"scalar","metric":"m","iter":2,"value":2}',
+        b'\xef\xbb\xbf{"kind":"scalar","metric":"m","iter":1,"value":1}',
     ],
-    ids=["two-on-a-line", "across-lines", "both-at-once", "blank-line", "spaces-line"],
+    ids=["two-on-a-line", "across-lines", "both-at-once", "blank-line", "spaces-line", "byte-order-mark"],
 )
 def test_lines_that_are_not_one_object_each_are_left(body):
     assert_left_and_answered_as_before(body)
@@ -178,6 +179,21 @@ def test_a_line_longer_than_the_readers_block_is_answered_as_the_rules_answer_it
 def test_lines_without_the_fields_of_an_event_are_left(body):
     got = assert_left_and_answered_as_before(body)
     assert got.accepted == 0 and got.rejected == body.count(b"\n") + 1
+
+
+@pytest.mark.parametrize(
+    "text", [b"a\xed\xa0\x80b", b"a\xc0\xafb", b"\xf4\x90\x80\x80"], ids=["surrogate", "overlong", "past-max"]
+)
+def test_text_that_is_not_utf8_is_left(text):
+    got = assert_left_and_answered_as_before(b'{"kind":"log","seq":1,"msg":"%s"}' % text)
+    assert dict(got.errors) == {"invalid_json": 1}
+
+
+@pytest.mark.parametrize("escaped", [b"\\ud83d\\ude00", b"\\udc00", b"\\ud800x", b"\\u0000", b"\\/"])
+def test_escapes_are_answered_as_the_rules_answer_them(escaped):
+    body = b'{"kind":"log","seq":1,"msg":"%s"}' % escaped
+    got = parse_body(body, "application/x-ndjson", DEFAULTS, max_events=10, now_ms=NOW_MS)
+    assert_same(got, per_line(body))
 
 
 def test_events_of_several_kinds_are_left():

@@ -5,7 +5,8 @@ Arrow's reader parses the whole body into typed columns in C++, on every core, a
 own: it takes a body only where reading it this way must give what the per-line rules give, and otherwise leaves it
 untouched to the next path. It leaves:
 
-- a body whose lines are not one JSON object each, or that holds more events than a batch may;
+- a body whose lines are not one JSON object each, that is not UTF-8 or starts with a byte order mark, or that
+  holds more events than a batch may;
 - a field the reader types otherwise than the rules read it (it infers each field's type from the body: a whole
   float for ``iter`` or ``ts``, a number for ``device``, text that looks like a date), a field no event of these
   kinds has, and anything the reader refuses (a string among the numbers of ``value``, a duplicated key...);
@@ -47,6 +48,13 @@ def read_lines(data: bytes, defaults: dict[str, Any], max_events: int, now_ms: i
     start, end = len(data) - len(data.lstrip(_BLANK)), len(data.rstrip(_BLANK))
     if start >= end or data.find(b"null", start, end) >= 0 or defaults.get("project") == "":
         return None
+    if data.startswith(b"\xef\xbb\xbf", start):
+        return None  # the reader skips a byte order mark, which the rules refuse as JSON
+    if not data.isascii():
+        try:
+            data.decode()  # the reader takes text that is not UTF-8 (an encoded surrogate...) into its strings
+        except UnicodeDecodeError:
+            return None
     lines = data.count(b"\n", start, end) + 1
     if lines > max_events:
         return None
