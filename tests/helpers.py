@@ -121,3 +121,19 @@ def points_table(
             "model_event": pa.array(np.zeros(n, dtype=np.uint8)),
         }
     )
+
+
+def awkward_points(rng: np.random.Generator, job: str, start: int) -> pa.Table:
+    """Points of three series interleaved row by row, 3,000 each from iteration ``start - 500``: negative
+    iterations, times that go back, NaN and infinities, and a run of 200 values with none finite."""
+    parts = []
+    for k, (metric, variant) in enumerate((("loss", "train"), ("loss", "eval"), ("lr", ""))):
+        iters = np.arange(start, start + 3000) - 500
+        ts = 1_700_000_000_000 + iters * (137 + 400 * k) + rng.integers(-3000, 3000, size=len(iters))
+        values = rng.normal(size=len(iters)) * 10**k
+        values[rng.random(len(iters)) < 0.02] = np.nan
+        values[rng.random(len(iters)) < 0.01] = np.inf
+        values[100:300] = np.nan
+        parts.append(points_table(job, metric, iters, values, variant=variant, ts_ms=ts))
+    table = pa.concat_tables(parts)
+    return table.take(pa.array(rng.permutation(table.num_rows)))

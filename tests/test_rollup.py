@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from helpers import points_table
+from helpers import awkward_points, points_table
 from jobpulse.errors import StoreUnavailable
 from jobpulse.store import Store
 from jobpulse.store.schema import rollup_select
@@ -55,25 +55,10 @@ def _assert_same(got: dict, want: dict, columns: tuple[str, ...]) -> None:
                 assert got[key][column] == row[column], (key, column)
 
 
-def _awkward_batch(rng: np.random.Generator, job: str, start: int) -> pa.Table:
-    """Three series interleaved row by row, negative iterations, times that go back, NaN and infinities."""
-    parts = []
-    for k, (metric, variant) in enumerate((("loss", "train"), ("loss", "eval"), ("lr", ""))):
-        iters = np.arange(start, start + 3000) - 500
-        ts = 1_700_000_000_000 + iters * (137 + 400 * k) + rng.integers(-3000, 3000, size=len(iters))
-        values = rng.normal(size=len(iters)) * 10**k
-        values[rng.random(len(iters)) < 0.02] = np.nan
-        values[rng.random(len(iters)) < 0.01] = np.inf
-        values[100:300] = np.nan  # a run of blocks with no finite value
-        parts.append(_points(job, metric, variant, iters, ts, values))
-    table = pa.concat_tables(parts)
-    return table.take(pa.array(rng.permutation(table.num_rows)))
-
-
 def test_the_writers_blocks_are_the_blocks_the_sql_definition_gives(store: Store) -> None:
     rng = np.random.default_rng(7)
     for start in (0, 3000, 6000):
-        store.writer.write({"scalars": _awkward_batch(rng, "j", start)})
+        store.writer.write({"scalars": awkward_points(rng, "j", start)})
     got, want = _stored_rollup(store), _defined_rollup(store)
     assert len(want) > 1000
     _assert_same(got, want, (*_SUMS, *_ENVELOPES, "last"))
