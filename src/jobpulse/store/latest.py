@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .rollup import _LAST
+from .rollup import LAST_POINT
 
 
 def latest_rows(points: pa.Table, codes: np.ndarray, series: list[tuple[str, str, str]], inserted_us: int) -> pa.Table:
@@ -38,7 +38,7 @@ def latest_rows(points: pa.Table, codes: np.ndarray, series: list[tuple[str, str
             pa.array(np.full(count, inserted_us, dtype=np.int64)).cast(pa.timestamp("us")),
             pa.array(values[ends]),
         ],
-        fields=list(_LAST),
+        fields=list(LAST_POINT),
     )
     return pa.table(
         {

@@ -20,7 +20,8 @@ from .schema import ROLLUP_LEVELS
 
 # the ``last`` of a row that takes points back out: smaller than any point's, so it never wins a maximum
 _NO_LAST_X = -9_223_372_036_854_775_807
-_LAST = pa.struct([("x", pa.int64()), ("inserted", pa.timestamp("us")), ("value", pa.float64())])
+# the type of a ``last`` column, as the rollup and the series' summary (latest.py) store it: (x, inserted, value)
+LAST_POINT = pa.struct([("x", pa.int64()), ("inserted", pa.timestamp("us")), ("value", pa.float64())])
 
 
 def rollup_rows(
@@ -59,7 +60,7 @@ def rollup_rows(
                 pa.array(np.full(count, inserted_us, dtype=np.int64)).cast(pa.timestamp("us")),
                 pa.array(rows["last_value"]),
             ],
-            fields=list(_LAST),
+            fields=list(LAST_POINT),
         )
     else:
         low = high = pa.nulls(count, pa.float64())
@@ -69,7 +70,7 @@ def rollup_rows(
                 pa.array(np.zeros(count, dtype=np.int64)).cast(pa.timestamp("us")),
                 pa.array(np.zeros(count)),
             ],
-            fields=list(_LAST),
+            fields=list(LAST_POINT),
         )
     return pa.table(
         {
