@@ -89,3 +89,19 @@ def test_points_that_fail_to_insert_leave_the_summary_as_it_was(store: Store) ->
     with pytest.raises(StoreUnavailable):
         store.writer.write({"scalars": points_table("j", "loss", range(10, 20), np.arange(10.0, 20.0))})
     assert _stored(store) == before
+
+
+def test_a_summary_that_fails_to_insert_leaves_the_points_stored_and_counted_once(store: Store) -> None:
+    store.writer.write({"scalars": points_table("j", "loss", range(10), np.arange(10.0))})
+    store.writer._engine = _FailingInserts(store.engine, "scalars_latest")
+    batch = points_table("j", "loss", range(10, 20), np.arange(10.0, 20.0))
+    with pytest.raises(StoreUnavailable):
+        store.writer.write({"scalars": batch})
+    store.writer._engine = store.engine
+    store.writer.write({"scalars": batch})  # the client's resend: its points are stored alike already
+    db = store.database
+    stored = store.engine.query(f"SELECT count() AS n FROM {db}.scalars FINAL").column("n")[0].as_py()
+    counted = store.engine.query(
+        f"SELECT sum(count) AS n FROM {db}.scalars_rollup WHERE axis = 0 AND level = 6"
+    ).column("n")[0].as_py()
+    assert stored == counted == 20

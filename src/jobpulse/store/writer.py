@@ -142,15 +142,16 @@ class Writer:
             with contextlib.suppress(Exception):  # the insert's own error is the one to answer
                 self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1), _AS_GIVEN)
             raise
-        # after the points, as the view that kept it ran after them: a batch whose points failed adds nothing here
-        self._engine.insert(
-            f"{self._db}.scalars_latest", latest_rows(table, new.codes, new.series, inserted), _AS_GIVEN
-        )
-        if self._changes.sees_every_write:
+        if self._changes.sees_every_write:  # the points are stored, whatever happens to their summary
             with self._clock:
                 if len(self._ranges) > _REMEMBERED_SERIES:
                     self._ranges.clear()
                 self._ranges.update(new.ranges)
+        # after the points, as the view that kept it ran after them: a batch whose points failed adds nothing
+        # here, and one whose summary failed is missing from it (a resend finds its points stored alike)
+        self._engine.insert(
+            f"{self._db}.scalars_latest", latest_rows(table, new.codes, new.series, inserted), _AS_GIVEN
+        )
         return table.num_rows
 
     def _stored_ranges(self, series: list[Series]) -> dict[Series, tuple[int, int]]:
