@@ -101,6 +101,24 @@ class CountingEngine:
         return self._engine.query(sql, params)
 
 
+class FailingInserts:
+    """The real engine, except that inserts into ``table`` fail (a disk full, say) while ``failing`` is true."""
+
+    def __init__(self, engine: Any, table: str) -> None:
+        self._engine = engine
+        self.table = table
+        self.failing = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def insert(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> None:
+        if self.failing and table.endswith("." + self.table):
+            from jobpulse.errors import StoreUnavailable
+
+            raise StoreUnavailable("storage engine error: no space left on device")
+        self._engine.insert(table, data, settings)
+
 def points_table(
     job: str, metric: str, iters: Any, values: Any, *, variant: str = "", ts_ms: Any = None
 ) -> pa.Table:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers import awkward_points, points_table
+from helpers import FailingInserts, awkward_points, points_table
 from jobpulse.errors import StoreUnavailable
 from jobpulse.store import Store
 from jobpulse.store.schema import LATEST_SELECT
@@ -67,41 +67,51 @@ def test_a_series_without_finite_values_has_no_minimum_or_maximum(store: Store) 
     _assert_same(_stored(store), _defined(store))
 
 
-class _FailingInserts:
-    """An engine whose inserts into one table fail; everything else passes through."""
-
-    def __init__(self, engine: Any, table: str) -> None:
-        self._engine, self._table = engine, table
-
-    def insert(self, table: str, *args: Any, **kwargs: Any) -> None:
-        if table.endswith("." + self._table):
-            raise StoreUnavailable("the engine failed")
-        self._engine.insert(table, *args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-
-def test_points_that_fail_to_insert_leave_the_summary_as_it_was(store: Store) -> None:
-    store.writer.write({"scalars": points_table("j", "loss", range(10), np.arange(10.0))})
-    before = _stored(store)
-    store.writer._engine = _FailingInserts(store.engine, "scalars")
-    with pytest.raises(StoreUnavailable):
-        store.writer.write({"scalars": points_table("j", "loss", range(10, 20), np.arange(10.0, 20.0))})
-    assert _stored(store) == before
-
-
-def test_a_summary_that_fails_to_insert_leaves_the_points_stored_and_counted_once(store: Store) -> None:
-    store.writer.write({"scalars": points_table("j", "loss", range(10), np.arange(10.0))})
-    store.writer._engine = _FailingInserts(store.engine, "scalars_latest")
-    batch = points_table("j", "loss", range(10, 20), np.arange(10.0, 20.0))
-    with pytest.raises(StoreUnavailable):
-        store.writer.write({"scalars": batch})
-    store.writer._engine = store.engine
-    store.writer.write({"scalars": batch})  # the client's resend: its points are stored alike already
+def _counts(store: Store) -> tuple[int, int, int]:
+    """The points stored, the points the rollup counts, and the points the summary counts."""
     db = store.database
-    stored = store.engine.query(f"SELECT count() AS n FROM {db}.scalars FINAL").column("n")[0].as_py()
-    counted = store.engine.query(
-        f"SELECT sum(count) AS n FROM {db}.scalars_rollup WHERE axis = 0 AND level = 6"
-    ).column("n")[0].as_py()
-    assert stored == counted == 20
+
+    def one(sql: str) -> int:
+        return store.engine.query(sql).column("n")[0].as_py()
+
+    return (
+        one(f"SELECT count() AS n FROM {db}.scalars FINAL"),
+        one(f"SELECT sum(count) AS n FROM {db}.scalars_rollup WHERE axis = 0 AND level = 6"),
+        one(f"SELECT sum(points) AS n FROM {db}.scalars_latest"),
+    )
+
+
+@pytest.mark.parametrize("sees_every_write", [True, False], ids=["embedded", "shared"])
+def test_a_summary_that_fails_to_insert_stores_nothing_of_its_batch(store: Store, sees_every_write: bool) -> None:
+    engine = FailingInserts(store.engine, "scalars_latest")
+    writer = Store(engine, store.database, sees_every_write=sees_every_write).writer  # type: ignore[arg-type]
+    engine.failing = False
+    writer.write({"scalars": points_table("j", "loss", range(10), np.arange(10.0))})
+    batch = points_table("j", "loss", range(10, 20), np.arange(10.0, 20.0))
+    engine.failing = True
+    with pytest.raises(StoreUnavailable):
+        writer.write({"scalars": batch})
+    assert _counts(store) == (10, 10, 10)
+    engine.failing = False
+    writer.write({"scalars": batch})  # the client's resend, to the same writer
+    assert _counts(store) == (20, 20, 20)
+    assert _stored(store)[("j", "loss", "")]["last"]["3"] == 19.0
+
+
+@pytest.mark.parametrize("sees_every_write", [True, False], ids=["embedded", "shared"])
+def test_points_that_fail_to_insert_stay_in_the_summary_until_resent_and_count_once_in_the_rollup(
+    store: Store, sees_every_write: bool
+) -> None:
+    engine = FailingInserts(store.engine, "scalars")
+    writer = Store(engine, store.database, sees_every_write=sees_every_write).writer  # type: ignore[arg-type]
+    engine.failing = False
+    writer.write({"scalars": points_table("j", "loss", range(10), np.arange(10.0))})
+    batch = points_table("j", "loss", range(10, 20), np.arange(10.0, 20.0))
+    engine.failing = True
+    with pytest.raises(StoreUnavailable):
+        writer.write({"scalars": batch})
+    assert _counts(store) == (10, 10, 20)  # the summary counts what was sent; its last point is the batch's
+    assert _stored(store)[("j", "loss", "")]["last"]["3"] == 19.0
+    engine.failing = False
+    writer.write({"scalars": batch})
+    assert _counts(store) == (20, 20, 30)

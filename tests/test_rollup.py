@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from helpers import awkward_points, points_table
+from helpers import FailingInserts, awkward_points, points_table
 from jobpulse.errors import StoreUnavailable
 from jobpulse.store import Store
 from jobpulse.store.schema import rollup_select
@@ -75,27 +75,12 @@ def test_blocks_of_replaced_points_count_the_new_values_alone(store: Store) -> N
     _assert_same(got, want, (*_SUMS, "last"))
 
 
-class _FailingPoints:
-    """The session's engine, except that inserts into the points table fail (a disk full, say)."""
-
-    def __init__(self, engine: Any) -> None:
-        self._engine = engine
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-    def insert(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> None:
-        if table.endswith(".scalars"):
-            raise StoreUnavailable("storage engine error: no space left on device")
-        self._engine.insert(table, data, settings)
-
-
 def test_points_that_fail_to_store_are_taken_back_out_of_the_rollup(store: Store) -> None:
     iters = np.arange(5_000)
     ts = 1_700_000_000_000 + iters * 1000
     store.writer.write({"scalars": _points("j", "loss", "", iters, ts, iters * 1.0)})
     before = _stored_rollup(store)
-    failing = Store(_FailingPoints(store.engine), store.database)  # type: ignore[arg-type]
+    failing = Store(FailingInserts(store.engine, "scalars"), store.database)  # type: ignore[arg-type]
     more = np.arange(2_500, 8_000)
     with pytest.raises(StoreUnavailable):
         failing.writer.write({"scalars": _points("j", "loss", "", more, 1_700_000_000_000 + more * 1000, -more * 1.0)})

@@ -4,12 +4,15 @@ Tables whose materialized views sum (log sizes, per-minute system rollups) must 
 resent row twice, so before inserting logs and system samples the writer looks up the
 keys already stored in the batch's time range of each job and keeps only the new rows.
 
-Scalars feed sums too: the writer inserts the chart rollup's blocks of each batch itself
-(``rollup.py``) before the points, and each series' summary row (``latest.py``) after them. A
-resent point identical to the stored one is dropped, and a point that replaces a stored one with
-another value takes the old value back out of the rollup's sums and counts in the same insert. (A
-bucket's min and max may still remember a replaced value: they are an envelope, not a sum; the
-summary counts every point sent, a replacement too.) Events replace by key and need no care.
+Scalars feed sums too: the writer inserts the chart rollup's blocks of each batch (``rollup.py``)
+and each series' summary row (``latest.py``) itself, both before the points. A resent point
+identical to the stored one is dropped, and a point that replaces a stored one with another value
+takes the old value back out of the rollup's sums and counts in the same insert. (A bucket's min
+and max may still remember a replaced value: they are an envelope, not a sum.) A batch whose
+points fail to insert is taken back out of the rollup; the summary, whose columns are maxima,
+minima and a count, cannot take it back: it shows the batch's last point until the batch is
+resent (or a later one passes it), and counts the points sent, a replacement or a resend after a
+failure too. Events replace by key and need no care.
 """
 
 from __future__ import annotations
@@ -132,6 +135,8 @@ class Writer:
         inserted = self._inserted_now()
         self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted), _AS_GIVEN)
         try:
+            summary = latest_rows(table, new.codes, new.series, inserted)
+            self._engine.insert(f"{self._db}.scalars_latest", summary, _AS_GIVEN)
             self._engine.insert(
                 f"{self._db}.scalars",
                 table.append_column("inserted", pa.array(np.full(table.num_rows, inserted)).cast(_US)),
@@ -142,16 +147,11 @@ class Writer:
             with contextlib.suppress(Exception):  # the insert's own error is the one to answer
                 self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1), _AS_GIVEN)
             raise
-        if self._changes.sees_every_write:  # the points are stored, whatever happens to their summary
+        if self._changes.sees_every_write:
             with self._clock:
                 if len(self._ranges) > _REMEMBERED_SERIES:
                     self._ranges.clear()
                 self._ranges.update(new.ranges)
-        # after the points, as the view that kept it ran after them: a batch whose points failed adds nothing
-        # here, and one whose summary failed is missing from it (a resend finds its points stored alike)
-        self._engine.insert(
-            f"{self._db}.scalars_latest", latest_rows(table, new.codes, new.series, inserted), _AS_GIVEN
-        )
         return table.num_rows
 
     def _stored_ranges(self, series: list[Series]) -> dict[Series, tuple[int, int]]:
