@@ -225,3 +225,14 @@ def test_a_job_takes_the_project_a_later_row_names_when_the_first_names_none(cli
     answer = client.post("/jp/v1/ingest", params={"job": "fresh"}, content=body, headers={"Content-Type": ARROW})
     assert answer.json()["accepted"] == 2
     assert client.get("/jp/v1/jobs/fresh").json()["job"]["project"] == "other"
+
+
+def test_integer_values_past_float_precision_are_stored_as_the_nearest_float(client):
+    body = stream({"kind": ["scalar"] * 3, "metric": ["big"] * 3, "iter": [1, 2, 3],
+                   "value": pa.array([2**53 + 1, 2**63 - 1, -(2**63)], pa.int64())})  # fmt: skip
+    assert post_arrow(client, body).json()["accepted"] == 3
+    assert points(client, "big")["value"] == [float(2**53 + 1), float(2**63 - 1), float(-(2**63))]
+    unsigned = stream({"kind": ["scalar"], "metric": ["ubig"], "iter": [1],
+                       "value": pa.array([2**64 - 1], pa.uint64())})  # fmt: skip
+    assert post_arrow(client, unsigned).json()["accepted"] == 1
+    assert points(client, "ubig")["value"] == [float(2**64 - 1)]

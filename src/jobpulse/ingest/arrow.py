@@ -198,7 +198,8 @@ def _add_kind(
             rows.drop(mine, "invalid_value", f"{kind} events need 'value'")
             return
         rows.drop(mine & _nulls(values), "invalid_value", "'value' must be a number")
-        columns.update(metric=metric, value=values.cast(pa.float64()))
+        # an integer past 2**53 is rounded to the nearest float, as float(int) rounds it in the other forms
+        columns.update(metric=metric, value=pc.cast(values, pa.float64(), safe=False))
     if kind == "scalar":
         iters = rows.numbers("iter", integers=True)
         if iters is None:

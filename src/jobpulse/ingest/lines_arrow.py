@@ -76,18 +76,14 @@ def read_lines(data: bytes, defaults: dict[str, Any], max_events: int, now_ms: i
 
 
 def _typed(table: pa.Table) -> pa.Table | None:
-    """The table without the fields no line has, integer values as floats; None where a field is not an event's, was
-    read as another type than the rules read it (a whole float for ``iter``, a date-like string...), or none is left."""
-    columns = {}
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        if pa.types.is_null(column.type):
-            continue
-        if column.type not in _TYPES.get(name, ()):
-            return None
-        if name == "value" and column.type == pa.int64():
-            column = pc.cast(column, pa.float64(), safe=False)  # rounded to the nearest float, as float(int) is
-        columns[name] = column
-    return pa.table(columns) if columns else None  # lines of no field at all: a table without columns has no rows
+    """The table without the fields no line has; None where a field is not an event's, was read as another type
+    than the rules read it (a whole float for ``iter``, a date-like string...), or none is left."""
+    present = [name for name in table.column_names if not pa.types.is_null(table.schema.field(name).type)]
+    if not present:
+        return None  # lines of no field at all: a table without columns has no rows
+    if any(table.schema.field(name).type not in _TYPES.get(name, ()) for name in present):
+        return None
+    return table.select(present)
 
 
 def _as_the_rules_read(table: pa.Table) -> bool:
