@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .rollup import LAST_POINT
+from .rollup import LAST_POINT, by_series_then_x
 
 
 def latest_rows(points: pa.Table, codes: np.ndarray, series: list[tuple[str, str, str]], inserted_us: int) -> pa.Table:
@@ -24,8 +24,9 @@ def latest_rows(points: pa.Table, codes: np.ndarray, series: list[tuple[str, str
     iters = points.column("iter").to_numpy()
     ts_ms = points.column("ts").cast(pa.int64()).to_numpy()
     values = points.column("value").to_numpy()
-    order = np.lexsort((iters, codes))
-    codes, iters, ts_ms, values = codes[order], iters[order], ts_ms[order], values[order]
+    order = by_series_then_x(codes, iters)
+    if order is not None:
+        codes, iters, ts_ms, values = codes[order], iters[order], ts_ms[order], values[order]
     starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
     ends = np.append(starts[1:], len(codes)) - 1
     finite = np.isfinite(values)

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from .changes import Changes
 from .engine import Engine
 from .latest import latest_rows
-from .rollup import rollup_rows
+from .rollup import by_series, rollup_rows
 
 # table -> columns that, with job and ts, identify a row
 _IDENTITY = {"logs": ("worker", "seq"), "system": ("worker", "metric", "device")}
@@ -127,7 +127,8 @@ class Writer:
         return table if keep.all() else table.filter(pa.array(keep))
 
     def _write_scalars(self, table: pa.Table) -> int:
-        """Insert the new points of ``table`` and their rollup blocks; answers the points inserted."""
+        """Insert the new points of ``table``, their rollup blocks and their series' summary rows; answers the
+        points inserted."""
         new = self._new_scalars(table)
         table = new.table
         if not table.num_rows:
@@ -263,8 +264,7 @@ def _last_per_key(
     series' first and last iteration."""
     codes, series = _series_of_rows(table)
     iters = table.column("iter").to_numpy()
-    # by series, rows of a series in batch order (a radix sort where the codes fit 16 bits)
-    order = np.argsort(codes.astype(np.uint16) if len(series) <= 1 << 16 else codes, kind="stable")
+    order = by_series(codes)  # rows of a series in batch order
     codes_sorted, iters_sorted = codes[order], iters[order]
     same = codes_sorted[1:] == codes_sorted[:-1]
     if not np.all(iters_sorted[1:][same] > iters_sorted[:-1][same]):
