@@ -81,9 +81,10 @@ def _counts(store: Store) -> tuple[int, int, int]:
     )
 
 
-@pytest.mark.parametrize("sees_every_write", [True, False], ids=["embedded", "shared"])
-def test_a_summary_that_fails_to_insert_stores_nothing_of_its_batch(store: Store, sees_every_write: bool) -> None:
-    engine = FailingInserts(store.engine, "scalars_latest")
+def _failed_then_resent(store: Store, table: str, sees_every_write: bool) -> tuple[tuple[int, int, int], float]:
+    """Store points 0-9, send points 10-19 while inserts into ``table`` fail, and resend them to the same
+    writer once they succeed; answers ``_counts`` and the summary's last value after the failure."""
+    engine = FailingInserts(store.engine, table)
     writer = Store(engine, store.database, sees_every_write=sees_every_write).writer  # type: ignore[arg-type]
     engine.failing = False
     writer.write({"scalars": points_table("j", "loss", range(10), np.arange(10.0))})
@@ -91,9 +92,15 @@ def test_a_summary_that_fails_to_insert_stores_nothing_of_its_batch(store: Store
     engine.failing = True
     with pytest.raises(StoreUnavailable):
         writer.write({"scalars": batch})
-    assert _counts(store) == (10, 10, 10)
+    after_failure = _counts(store), _stored(store)[("j", "loss", "")]["last"]["3"]
     engine.failing = False
-    writer.write({"scalars": batch})  # the client's resend, to the same writer
+    writer.write({"scalars": batch})  # the client's resend
+    return after_failure
+
+
+@pytest.mark.parametrize("sees_every_write", [True, False], ids=["embedded", "shared"])
+def test_a_summary_that_fails_to_insert_stores_nothing_of_its_batch(store: Store, sees_every_write: bool) -> None:
+    assert _failed_then_resent(store, "scalars_latest", sees_every_write)[0] == (10, 10, 10)
     assert _counts(store) == (20, 20, 20)
     assert _stored(store)[("j", "loss", "")]["last"]["3"] == 19.0
 
@@ -102,16 +109,6 @@ def test_a_summary_that_fails_to_insert_stores_nothing_of_its_batch(store: Store
 def test_points_that_fail_to_insert_stay_in_the_summary_until_resent_and_count_once_in_the_rollup(
     store: Store, sees_every_write: bool
 ) -> None:
-    engine = FailingInserts(store.engine, "scalars")
-    writer = Store(engine, store.database, sees_every_write=sees_every_write).writer  # type: ignore[arg-type]
-    engine.failing = False
-    writer.write({"scalars": points_table("j", "loss", range(10), np.arange(10.0))})
-    batch = points_table("j", "loss", range(10, 20), np.arange(10.0, 20.0))
-    engine.failing = True
-    with pytest.raises(StoreUnavailable):
-        writer.write({"scalars": batch})
-    assert _counts(store) == (10, 10, 20)  # the summary counts what was sent; its last point is the batch's
-    assert _stored(store)[("j", "loss", "")]["last"]["3"] == 19.0
-    engine.failing = False
-    writer.write({"scalars": batch})
+    # the summary counts what was sent; its last point is the failed batch's
+    assert _failed_then_resent(store, "scalars", sees_every_write) == ((10, 10, 20), 19.0)
     assert _counts(store) == (20, 20, 30)
