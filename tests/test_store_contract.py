@@ -4,9 +4,13 @@ server when JOBPULSE_TEST_CLICKHOUSE_URL names one."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pytest
 
+from jobpulse.errors import StoreUnavailable
 from jobpulse.store import Job, LogFilter, Store
 from jobpulse.store.columns import columns_to_arrow
+from jobpulse.store.engine import EmbeddedEngine
 from jobpulse.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 
 T0 = 1_790_000_040_000 - (1_790_000_040_000 % 60_000)
@@ -149,3 +153,72 @@ def test_raw_system_ttl_is_set_changed_and_removed(any_store):
     assert "30" in ttl()
     set_raw_ttl(any_store.engine, any_store.database, 0)
     assert " TTL " not in ttl()
+
+
+@pytest.fixture(params=["stream", "python"])
+def insert_path(request: pytest.FixtureRequest, any_store: Store, monkeypatch: pytest.MonkeyPatch) -> Store:
+    """The embedded engine streams small inserts as Arrow IPC and hands large ones to its ``Python()``
+    table function: each path in turn, chosen by the row threshold."""
+    if request.param == "python":
+        if not isinstance(any_store.engine, EmbeddedEngine):
+            pytest.skip("a ClickHouse server has one insert path")
+        monkeypatch.setattr(any_store.engine, "stream_rows", 0)
+    return any_store
+
+
+def _probe_table(store: Store) -> str:
+    name = f"{store.database}.insert_probe"
+    store.engine.command(
+        f"CREATE TABLE {name} (name String, n Int64, at DateTime64(3), tags Array(String)) "
+        "ENGINE = MergeTree ORDER BY n"
+    )
+    return name
+
+
+def _probe_rows(store: Store, table: str) -> list[dict]:
+    return store.engine.query(
+        f"SELECT name, n, toUnixTimestamp64Milli(at) AS at, tags FROM {table} ORDER BY n"
+    ).to_pylist()
+
+
+def test_an_insert_takes_every_record_batch_and_arrow_encoding(insert_path):
+    any_store = insert_path
+    table = _probe_table(any_store)
+    first = pa.record_batch(
+        {
+            "name": pa.array(["a", "b", "a"]).dictionary_encode(),
+            "n": pa.array([1, 2, 3], pa.int32()),
+            "at": pa.array([1_000_000, 2_000_000, 3_000_000], pa.timestamp("us")),
+            "tags": pa.array([["x"], [], ["y", "z"]]),
+        }
+    )
+    second = pa.record_batch(
+        {
+            "name": pa.array(["c"]).dictionary_encode(),
+            "n": pa.array([4], pa.int32()),
+            "at": pa.array([4_000_000], pa.timestamp("us")),
+            "tags": pa.array([["w"]]),
+        }
+    )
+    any_store.engine.insert(table, pa.Table.from_batches([first, second]))
+    assert _probe_rows(any_store, table) == [
+        {"name": "a", "n": 1, "at": 1000, "tags": ["x"]},
+        {"name": "b", "n": 2, "at": 2000, "tags": []},
+        {"name": "a", "n": 3, "at": 3000, "tags": ["y", "z"]},
+        {"name": "c", "n": 4, "at": 4000, "tags": ["w"]},
+    ]
+
+
+def test_a_refused_insert_stores_nothing_and_the_engine_takes_the_next_statement(insert_path):
+    any_store = insert_path
+    table = _probe_table(any_store)
+    good = pa.table({"name": ["kept"], "n": pa.array([1], pa.int64()), "at": pa.array([5], pa.timestamp("ms"))})
+    any_store.engine.insert(table, good)
+    unknown_column = good.append_column("color", pa.array(["red"]))
+    with pytest.raises(StoreUnavailable, match="color"):
+        any_store.engine.insert(table, unknown_column)
+    not_a_number = pa.table({"name": ["lost", "lost"], "n": pa.array([[2], [3]])})
+    with pytest.raises(StoreUnavailable, match="Array"):
+        any_store.engine.insert(table, not_a_number)
+    any_store.engine.insert(table, good.set_column(1, "n", pa.array([2], pa.int64())))
+    assert [(row["name"], row["n"]) for row in _probe_rows(any_store, table)] == [("kept", 1), ("kept", 2)]

@@ -39,6 +39,7 @@ class EmbeddedEngine:
     """ClickHouse inside this process through chdb; one data directory per process."""
 
     name = "embedded"
+    stream_rows = 100_000
     _lock = threading.Lock()
     _open_paths: set[str] = set()
 
@@ -53,9 +54,10 @@ class EmbeddedEngine:
                 )
             EmbeddedEngine._open_paths.add(path)
         self.path = path
-        # chdb blocks on its own connection lock while holding the GIL, and an insert from an Arrow
-        # table needs the GIL in the engine's threads: two callers at once can deadlock. Waiting on
-        # this lock releases the GIL, so calls take turns instead.
+        # One connection runs one statement at a time (an open streaming insert refuses any other), chdb
+        # waits for its own connection lock holding the GIL, and an insert through Python() needs the GIL
+        # in the engine's threads: two callers at once could deadlock. Waiting on this lock releases the
+        # GIL, so callers from several threads take turns.
         self._calls = threading.Lock()
         self._session = session.Session(path)
         for name, value in SESSION_SETTINGS.items():
@@ -76,14 +78,23 @@ class EmbeddedEngine:
             raise _translate(exc) from exc
 
     def insert(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> None:
+        """Up to ``stream_rows`` rows go to the engine as an Arrow IPC stream, which costs ~1.5 ms less
+        per statement than the ``Python()`` table function (a batch of 1,000 points, three inserts: 28
+        -> 16 ms); larger tables go through ``Python()``, which converts plain strings into
+        ``LowCardinality`` columns faster (288,000 system samples: 173 vs 185 ms)."""
         columns = ", ".join(f"`{c}`" for c in data.column_names)
-        arrow_rows = data  # noqa: F841 - read by name by the Python() table function below
         with_settings = f" SETTINGS {', '.join(f'{k} = {v}' for k, v in settings.items())}" if settings else ""
+        statement = f"INSERT INTO {table} ({columns}){with_settings}"
         try:
-            with self._calls:
-                self._session.query(
-                    f"INSERT INTO {table} ({columns}){with_settings} SELECT * FROM Python(arrow_rows)", "Null"
-                )
+            if data.num_rows > self.stream_rows:
+                arrow_rows = data  # noqa: F841 - read by name by the Python() table function below
+                with self._calls:
+                    self._session.query(f"{statement} SELECT * FROM Python(arrow_rows)", "Null")
+                return
+            stream = _ipc_stream(data)
+            with self._calls, self._session.send_insert(statement, "ArrowStream") as pending:
+                pending.append(stream)  # on an error the insert is cancelled unfinished: nothing is stored
+                pending.finish()
         except Exception as exc:
             raise _translate(exc) from exc
 
@@ -137,6 +148,13 @@ class HttpEngine:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _ipc_stream(data: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        writer.write_table(data)
+    return sink.getvalue().to_pybytes()
 
 
 def _escape(text: str) -> str:
