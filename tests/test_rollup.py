@@ -86,3 +86,13 @@ def test_points_that_fail_to_store_are_taken_back_out_of_the_rollup(store: Store
         failing.writer.write({"scalars": _points("j", "loss", "", more, 1_700_000_000_000 + more * 1000, -more * 1.0)})
     _assert_same(_stored_rollup(store), before, (*_SUMS,))
     _assert_same(_stored_rollup(store), _defined_rollup(store), (*_SUMS,))
+
+
+def test_of_points_at_one_time_the_last_is_the_one_of_the_highest_iteration(store: Store) -> None:
+    iters = np.array([3, 1, 2, 0])
+    ts = np.full(4, 1_700_000_000_000)
+    store.writer.write({"scalars": _points("j", "loss", "", iters, ts, iters * 10.0)})
+    got, want = _stored_rollup(store), _defined_rollup(store)
+    time_blocks = [row for key, row in got.items() if key[3] == 1]
+    assert time_blocks and {row["last"]["3"] for row in time_blocks} == {30.0}
+    _assert_same(got, want, ("last",))

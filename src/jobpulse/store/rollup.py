@@ -34,7 +34,9 @@ def rollup_rows(
     levels: dict[int, tuple[int, ...]] = ROLLUP_LEVELS,
 ) -> pa.Table:
     """The rollup rows of ``points`` (columns ``iter``, ``ts``, ``value``), whose row ``i`` belongs to the
-    series ``series[codes[i]]`` (job, metric, variant), inserted at ``inserted_us`` (microseconds).
+    series ``series[codes[i]]`` (job, metric, variant), inserted at ``inserted_us`` (microseconds). The rows
+    of a series come in iteration order (the writer's), so that of points at one x (the time axis) the last
+    is the one of the highest iteration, as the SQL definition picks it.
 
     ``sign`` -1 gives the rows that take already-counted points back out of the sums (a replaced point):
     negative sums and counts, no minimum or maximum, and a last point that never wins.

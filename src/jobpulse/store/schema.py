@@ -42,8 +42,9 @@ def rollup_select(
     if last == "state":
         point, merged = "argMax(value, (x, inserted)) AS lv, max((x, inserted)) AS lk", "argMaxState(lv, lk)"
     else:
-        # within one insert every row has the same ``inserted``: the last point is the one of largest x
-        point, merged = "(max(x), max(inserted), argMax(value, x)) AS lt", "max(lt)"
+        # within one insert every row has the same ``inserted``: the last point is the one of largest x,
+        # and of points at the same x (the time axis) the one of the highest iteration
+        point, merged = "(max(x), max(inserted), argMax(value, (x, iter))) AS lt", "max(lt)"
     return f"""SELECT job, metric, variant, axis, base + shift AS level,
             intDiv(fine, bitShiftLeft(toInt64(1), shift)) - (fine % bitShiftLeft(toInt64(1), shift) < 0) AS block,
             sum(fsum) AS sum, sum(fn) AS n, sum(fcount) AS count,

@@ -259,10 +259,14 @@ class Writer:
 def _last_per_key(
     table: pa.Table,
 ) -> tuple[pa.Table, np.ndarray, list[Series], np.ndarray, np.ndarray]:
-    """Keep only the last row of each (job, metric, variant, iter) within one batch; answers the table,
-    the series code of each of its rows, the series (job, metric, variant) each code names, and each
-    series' first and last iteration."""
-    codes, series = _series_of_rows(table)
+    """Keep only the last row of each (job, metric, variant, iter) within one batch, in the table's key order;
+    answers the table, the series code of each of its rows, the series (job, metric, variant) each code names
+    (in key order too), and each series' first and last iteration.
+
+    Rows in key order are what the engine stores: JSON lines interleave the series step by step, and 100,000
+    such points took 37 ms to insert as sent against 24 ms in order (putting them in order here: ~5 ms).
+    """
+    codes, series = _in_key_order(*_series_of_rows(table))
     iters = table.column("iter").to_numpy()
     order = by_series(codes)  # rows of a series in batch order
     codes_sorted, iters_sorted = codes[order], iters[order]
@@ -273,15 +277,23 @@ def _last_per_key(
         codes_sorted, iters_sorted = codes[order], iters[order]
         last_of_key = np.ones(len(order), dtype=bool)
         last_of_key[:-1] = (codes_sorted[1:] != codes_sorted[:-1]) | (iters_sorted[1:] != iters_sorted[:-1])
-        keep = np.zeros(len(order), dtype=bool)
-        keep[order[last_of_key]] = True
-        table, codes = table.filter(pa.array(keep)), codes[keep]
-        iters_sorted = iters_sorted[last_of_key]
-        codes_sorted = codes_sorted[last_of_key]
+        order, codes_sorted, iters_sorted = order[last_of_key], codes_sorted[last_of_key], iters_sorted[last_of_key]
+    if not np.array_equal(order, np.arange(table.num_rows)):
+        table = table.take(pa.array(order))
     starts = np.flatnonzero(np.concatenate(([True], codes_sorted[1:] != codes_sorted[:-1])))
     first = np.minimum.reduceat(iters_sorted, starts)
     last = np.maximum.reduceat(iters_sorted, starts)
-    return table, codes, series, first, last  # every code keeps a row, in code order
+    return table, codes_sorted, series, first, last  # every code keeps a row, in code order
+
+
+def _in_key_order(codes: np.ndarray, series: list[Series]) -> tuple[np.ndarray, list[Series]]:
+    """The codes renumbered so that their order is the series' order (the engine's order of their keys)."""
+    ranked = sorted(range(len(series)), key=series.__getitem__)
+    if ranked == list(range(len(series))):
+        return codes, series
+    rank = np.empty(len(series), dtype=np.int64)
+    rank[ranked] = np.arange(len(series))
+    return rank[codes], [series[i] for i in ranked]
 
 
 def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[Series]]:
