@@ -44,6 +44,32 @@ def test_a_key_seen_before_is_not_looked_up_again(app, store, make_key):
     assert len(lookups) == 2
 
 
+def test_a_read_right_after_ingest_needs_no_lookup_of_the_job(client, store):
+    post_columns(client, scalar_series("fresh", "loss", [1.0, 2.0]))
+    lookups = []
+    get = store.jobs.get
+    store.jobs.get = lambda job: lookups.append(job) or get(job)
+    answer = client.get("/jp/v1/jobs/fresh/scalars/points", params={"metric": "loss"})
+    assert answer.status_code == 200 and answer.json()["value"] == [1.0, 2.0]
+    assert lookups == []  # ingest noted the job and its project
+    assert client.get("/jp/v1/jobs/other/scalars/points", params={"metric": "loss"}).status_code == 404
+    assert lookups == ["other"]
+
+
+def test_a_created_job_that_was_read_still_starts_on_its_first_events(client):
+    assert client.post("/jp/v1/jobs", json={"job": "planned", "project": "proj"}).status_code == 201
+    assert client.get("/jp/v1/jobs/planned").json()["job"]["status"] == "created"
+    assert client.get("/jp/v1/jobs/planned/scalars/points", params={"metric": "loss"}).status_code == 200
+    post_columns(client, scalar_series("planned", "loss", [1.0]))
+    assert client.get("/jp/v1/jobs/planned").json()["job"]["status"] == "running"
+
+
+def test_a_deleted_job_is_forgotten_at_once(client):
+    post_columns(client, scalar_series("gone", "loss", [1.0]))
+    assert client.delete("/jp/v1/jobs/gone").status_code == 200
+    assert client.get("/jp/v1/jobs/gone/scalars/points", params={"metric": "loss"}).status_code == 404
+
+
 def test_job_outside_the_keys_projects_is_404(app, client, make_key):
     post_columns(client, scalar_series("secret", "loss", [1.0], project="other"))
     reader = as_key(app, make_key(["proj"], "read"))

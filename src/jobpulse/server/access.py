@@ -30,7 +30,8 @@ class Access:
         self._settings = settings
         self._signer = signer
         self._cache: dict[str, tuple[ApiKey, float]] = {}
-        self._projects: dict[str, tuple[str, float]] = {}
+        # job -> (project, whether it has started, until when to trust that), filled by reads and by ingest
+        self._jobs: dict[str, tuple[str, bool, float]] = {}
 
     # -- who -----------------------------------------------------------------------------------------
 
@@ -92,24 +93,40 @@ class Access:
         """Like ``job`` for routes that need only the permission, not the job's current description:
         the job's project is remembered for ``key_cache_seconds``, so a read costs no lookup of the job.
         (A job deleted through another replica may then read as empty for that long instead of 404.)"""
-        now = time.monotonic()
-        cached = self._projects.get(job)
-        if cached is None or cached[1] <= now:
+        remembered = self._jobs.get(job)
+        if remembered is None or remembered[2] <= time.monotonic():
             found = self._store.jobs.get(job)
             if found is None:
-                self._projects.pop(job, None)
+                self._jobs.pop(job, None)
                 raise NotFound(f"job {job!r} does not exist", field="job")
-            if len(self._projects) > 100_000:
-                self._projects.clear()
-            cached = self._projects[job] = (found.project, now + self._settings.key_cache_seconds)
-        if not key.allows_project(cached[0]):
+            self.remember_job(job, found.project, started=found.status != "created")
+            project = found.project
+        else:
+            project = remembered[0]
+        if not key.allows_project(project):
             raise NotFound(f"job {job!r} does not exist", field="job")
         if not key.can(role):
             raise Forbidden(f"this API key is '{key.role}'; this needs '{role}'")
 
+    # -- jobs this replica has seen --------------------------------------------------------------------
+
+    def remember_job(self, job: str, project: str, *, started: bool) -> None:
+        """Note that ``job`` exists in ``project`` (and whether it has left the status 'created'), for
+        ``key_cache_seconds``: ingest notes the jobs it writes, so a read that follows needs no lookup."""
+        if len(self._jobs) > 100_000:
+            self._jobs.clear()
+        self._jobs[job] = (project, started, time.monotonic() + self._settings.key_cache_seconds)
+
+    def started_job(self, job: str) -> str | None:
+        """The project of ``job`` if this replica remembers it as existing and started, else None."""
+        remembered = self._jobs.get(job)
+        if remembered is None or not remembered[1] or remembered[2] <= time.monotonic():
+            return None
+        return remembered[0]
+
     def forget_job(self, job: str) -> None:
-        """Drop a deleted job from this replica's memory at once."""
-        self._projects.pop(job, None)
+        """Drop a changed or deleted job from this replica's memory at once."""
+        self._jobs.pop(job, None)
 
     def job(self, key: ApiKey, job: str, role: str = "read") -> Job:
         found = self.check(key, role, job=job)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,6 @@ class Context:
     access: Access
     committer: Committer
     files: FileStore
-    known_jobs: dict[str, tuple[str, float]] = field(default_factory=dict)
 
 
 def context(request: Request) -> Context:

@@ -21,7 +21,7 @@ def _get(call: Call) -> Job:
 
 def _write(call: Call, job: Job) -> None:
     call.ctx.store.jobs.write(job)
-    call.ctx.known_jobs.pop(job.job, None)
+    call.ctx.access.forget_job(job.job)
 
 
 def set_requirements(call: Call) -> dict[str, Any]:

@@ -175,7 +175,7 @@ def _get(call: Call, role: str = "read") -> Job:
 
 def _write(call: Call, job: Job) -> None:
     call.ctx.store.jobs.write(job)
-    call.ctx.known_jobs.pop(job.job, None)
+    call.ctx.access.forget_job(job.job)
 
 
 # -- reading -------------------------------------------------------------------------------------------------
@@ -408,7 +408,6 @@ def delete(call: Call) -> dict[str, Any]:
     call.ctx.store.jobs.delete(job.job)
     call.ctx.access.forget_job(job.job)
     call.ctx.files.delete_job(job.job)
-    call.ctx.known_jobs.pop(job.job, None)
     return {"deleted": 1, "updated_children": 0, "updated_models": 0, "events": {}, "urls": {}}
 
 

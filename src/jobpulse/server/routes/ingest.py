@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
@@ -15,7 +13,6 @@ from ..context import Context, caller, context
 from ..responses import JSON
 
 router = APIRouter(tags=["ingest"])
-_KNOWN_TTL_S = 30.0
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -34,14 +31,11 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 def resolve_jobs(ctx: Context, key: ApiKey, batch: Batch) -> None:
     """Give every job of the batch its project, refuse what the key may not write, register new jobs."""
-    now = time.monotonic()
-    unknown = [job for job in batch.jobs if ctx.known_jobs.get(job, ("", 0.0))[1] < now]
+    known = {job: ctx.access.started_job(job) for job in batch.jobs}
+    unknown = [job for job, project in known.items() if project is None]
     stored = ctx.store.jobs.get_many(unknown) if unknown else {}
     for job_id, project in list(batch.jobs.items()):
-        cached = ctx.known_jobs.get(job_id)
-        existing = (
-            stored[job_id].project if job_id in stored else cached[0] if cached and cached[1] >= now else None
-        )
+        existing = stored[job_id].project if job_id in stored else known[job_id]
         if existing is not None:
             if project is not None and project != existing:
                 for _ in range(batch.drop_job(job_id)):
@@ -65,18 +59,14 @@ def resolve_jobs(ctx: Context, key: ApiKey, batch: Batch) -> None:
             raise Forbidden(f"this API key may not write to project {project!r}", field="project")
     if not batch.jobs:
         return
-    fresh = {
-        job: project
-        for job, project in batch.jobs.items()
-        if job in stored or job not in ctx.known_jobs or ctx.known_jobs[job][1] < now
-    }
+    fresh = {job: project for job, project in batch.jobs.items() if known[job] is None}
     starting = {job for job, found in stored.items() if found.status == "created"}
     ctx.store.jobs.ensure(
         {j: p for j, p in fresh.items() if j not in stored or j in starting}, batch.first_ts
     )
     ctx.store.jobs.ensure_workers({(j, w) for j, w in batch.workers if w}, batch.first_ts)
-    for job_id in fresh:
-        ctx.known_jobs[job_id] = (batch.jobs[job_id], now + _KNOWN_TTL_S)
+    for job_id, project in fresh.items():
+        ctx.access.remember_job(job_id, project, started=True)
 
 
 @router.post("/jp/v1/ingest", summary="Store a batch of events of any kind (JSON lines, columnar or Arrow)")

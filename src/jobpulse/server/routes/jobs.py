@@ -111,7 +111,7 @@ async def create_job(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     ctx.access.check(key, "write", project=project)
     job = Job(job=job_id, project=project, name=fields.pop("name", job_id), **fields)
     created_job, created = await run_in_threadpool(ctx.store.jobs.create, job)
-    ctx.known_jobs.pop(job_id, None)
+    ctx.access.forget_job(job_id)
     return JSON({"job": created_job.to_dict(), "created": created}, status_code=201 if created else 200)
 
 
@@ -128,7 +128,7 @@ async def update_job(request: Request, job: str, key: ApiKey = Depends(caller)) 
     changes = _changes(await _json(request), _EDITABLE)
     await run_in_threadpool(ctx.access.job, key, job, "write")
     updated = await run_in_threadpool(ctx.store.jobs.update, job, changes)
-    ctx.known_jobs.pop(job, None)
+    ctx.access.forget_job(job)
     return JSON({"job": updated.to_dict()})
 
 
@@ -138,7 +138,6 @@ def delete_job(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSO
     ctx.access.job(key, job, "admin" if key.role == "admin" else "write")
     ctx.store.jobs.delete(job)
     ctx.files.delete_job(job)
-    ctx.known_jobs.pop(job, None)
     ctx.access.forget_job(job)
     return JSON({"deleted": job})
 
@@ -157,7 +156,7 @@ async def put_worker(request: Request, job: str, worker: str, key: ApiKey = Depe
     changes = _changes(await _json(request), {"status": str, "exit_code": int, "host": str})
     await run_in_threadpool(ctx.access.job, key, job, "write")
     found = await run_in_threadpool(ctx.store.jobs.set_worker, job, worker, changes)
-    ctx.known_jobs.pop(job, None)
+    ctx.access.forget_job(job)
     return JSON({"worker": found.to_dict()})
 
 
