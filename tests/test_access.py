@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
 from starlette.testclient import TestClient
 
 from helpers import post_columns, scalar_series
+from jobpulse.server import create_app
+from jobpulse.store import Store
 
 
 def as_key(app, token: str | None) -> TestClient:
@@ -54,6 +59,23 @@ def test_a_read_right_after_ingest_needs_no_lookup_of_the_job(client, store):
     assert lookups == []  # ingest noted the job and its project
     assert client.get("/jp/v1/jobs/other/scalars/points", params={"metric": "loss"}).status_code == 404
     assert lookups == ["other"]
+
+
+@pytest.mark.parametrize("sees_every_write", [True, False])
+def test_a_jobs_project_is_trusted_for_the_key_cache_time_only_over_a_shared_server(
+    embedded_engine, store, settings, admin_token, sees_every_write
+):
+    replica = Store(embedded_engine, store.database, sees_every_write=sees_every_write)
+    app = create_app(replica, replace(settings, key_cache_seconds=0))
+    with TestClient(app, headers={"Authorization": f"Bearer {admin_token}"}) as client:
+        post_columns(client, scalar_series("j", "loss", [1.0]))
+        lookups = []
+        get = replica.jobs.get
+        replica.jobs.get = lambda job: lookups.append(job) or get(job)
+        for _ in range(2):
+            assert client.get("/jp/v1/jobs/j/scalars/points", params={"metric": "loss"}).status_code == 200
+    # the embedded engine's process sees every change of a job; replicas over a server do not
+    assert lookups == ([] if sees_every_write else ["j", "j"])
 
 
 def test_a_created_job_that_was_read_still_starts_on_its_first_events(client):

@@ -58,8 +58,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "key_cache_seconds",
         5,
-        "seconds a verified API key, and a job's project, are trusted before they are looked up again; "
-        "a key revoked or a job deleted on another replica is noticed within this time",
+        "seconds a verified API key (and, over a ClickHouse server, a job's project) is trusted before it is "
+        "looked up again; a key revoked or a job deleted on another replica is noticed within this time",
         int,
     ),
     Setting("session_hours", 24 * 7, "lifetime of a web UI session cookie, in hours", int),

@@ -10,6 +10,7 @@ then calls ``Access.check``. The rules:
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
 
@@ -91,8 +92,7 @@ class Access:
 
     def require(self, key: ApiKey, job: str, role: str = "read") -> None:
         """Like ``job`` for routes that need only the permission, not the job's current description:
-        the job's project is remembered for ``key_cache_seconds``, so a read costs no lookup of the job.
-        (A job deleted through another replica may then read as empty for that long instead of 404.)"""
+        the job's project is remembered (``remember_job``), so a read costs no lookup of the job."""
         remembered = self._jobs.get(job)
         if remembered is None or remembered[2] <= time.monotonic():
             found = self._store.jobs.get(job)
@@ -111,11 +111,15 @@ class Access:
     # -- jobs this replica has seen --------------------------------------------------------------------
 
     def remember_job(self, job: str, project: str, *, started: bool) -> None:
-        """Note that ``job`` exists in ``project`` (and whether it has left the status 'created'), for
-        ``key_cache_seconds``: ingest notes the jobs it writes, so a read that follows needs no lookup."""
+        """Note that ``job`` exists in ``project`` (and whether it has left the status 'created'); ingest notes
+        the jobs it writes, so a read that follows needs no lookup. Where the store sees every write, every
+        change of a job passes through this process (which forgets it then) and the note stays; over a shared
+        ClickHouse server it is trusted for ``key_cache_seconds``: a job deleted through another replica may
+        read as empty for that long instead of 404."""
         if len(self._jobs) > 100_000:
             self._jobs.clear()
-        self._jobs[job] = (project, started, time.monotonic() + self._settings.key_cache_seconds)
+        lasts = math.inf if self._store.changes.sees_every_write else self._settings.key_cache_seconds
+        self._jobs[job] = (project, started, time.monotonic() + lasts)
 
     def started_job(self, job: str) -> str | None:
         """The project of ``job`` if this replica remembers it as existing and started, else None."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .catalogue import Catalogue
 from .changes import Changes
 from .engine import EmbeddedEngine, Engine, HttpEngine
 from .events import Events
@@ -42,14 +43,15 @@ class Store:
             sees_every_write = isinstance(engine, EmbeddedEngine)
         self.changes = Changes(sees_every_write=sees_every_write)
         self.jobs = Jobs(engine, database, self.changes)
-        self.scalars = Scalars(engine, database, self.changes)
+        catalogue = Catalogue(engine, database, self.changes)
+        self.scalars = Scalars(engine, database, self.changes, catalogue)
         self.events = Events(engine, database)
         self.logs = Logs(engine, database, self.changes)
         self.system = System(engine, database, self.changes)
         self.keys = Keys(engine, database)
         self.state = ServerState(engine, database)
         self.usage = Usage(engine, database)
-        self.writer = Writer(engine, database, self.changes)
+        self.writer = Writer(engine, database, self.changes, catalogue)
 
     @property
     def schema_version(self) -> int:

@@ -17,6 +17,7 @@ class Changes:
     def __init__(self, *, sees_every_write: bool) -> None:
         self.sees_every_write = sees_every_write
         self._counts: dict[str, int] = {}
+        self._deletions: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def version(self, jobs: Iterable[str]) -> tuple[int, ...] | None:
@@ -26,9 +27,16 @@ class Changes:
         with self._lock:
             return tuple(self._counts.get(job, 0) for job in jobs)
 
-    def note(self, jobs: Iterable[str]) -> None:
+    def note(self, jobs: Iterable[str], *, deleted: bool = False) -> None:
         """Call once the write to ``jobs`` is done (or has failed part way): a reader that took the version
-        before it then misses, and one that takes it after reads what was written."""
+        before it then misses, and one that takes it after reads what was written. ``deleted``: the write
+        removed data (which memories that only grow, like the catalogue's extents, must read again)."""
         with self._lock:
             for job in jobs:
                 self._counts[job] = self._counts.get(job, 0) + 1
+                if deleted:
+                    self._deletions[job] = self._deletions.get(job, 0) + 1
+
+    def deletions(self, job: str) -> int:
+        """How many deletions of ``job``'s data have ended."""
+        return self._deletions.get(job, 0)

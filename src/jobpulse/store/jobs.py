@@ -272,7 +272,7 @@ class Jobs:
                     f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id}
                 )
         finally:
-            self._changes.note([job_id])
+            self._changes.note([job_id], deleted=True)
         row = job.to_dict()
         row.update(
             config="{}",
@@ -383,4 +383,4 @@ class Jobs:
                         f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id}
                     )
         finally:
-            self._changes.note([job_id])
+            self._changes.note([job_id], deleted=True)

@@ -218,7 +218,7 @@ class Logs:
         try:
             self._delete(job, clauses, params)
         finally:
-            self._changes.note([job])
+            self._changes.note([job], deleted=True)
         return deleted
 
     def _delete(self, job: str, clauses: list[str], params: dict[str, Any]) -> None:

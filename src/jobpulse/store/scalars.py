@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import BadRequest
+from .catalogue import Catalogue
 from .changes import Changes
 from .engine import Engine
 from .memory import Memory, copy_series
@@ -26,10 +27,13 @@ def _x_expr(axis: Axis) -> str:
 
 
 class Scalars:
-    def __init__(self, engine: Engine, db: str, changes: Changes, *, remembered: int = 128) -> None:
+    def __init__(
+        self, engine: Engine, db: str, changes: Changes, catalogue: Catalogue, *, remembered: int = 128
+    ) -> None:
         self._engine = engine
         self._db = db
         self._changes = changes
+        self._catalogue = catalogue
         self._memory = Memory(remembered)
 
     def metrics(self, job: str) -> list[dict[str, Any]]:
@@ -84,8 +88,9 @@ class Scalars:
         Each bucket carries the mean, min and max of its finite values, its last value (by x) and
         its point count, so a spike inside a bucket stays visible. A chart asked for again while its
         jobs' data is unchanged is answered from this process's memory of recent charts: the version
-        is the store's count of writes to the jobs where it sees every write (no query at all), else
-        the series' points and last insert, read with the extent (one small query). Wide buckets are
+        is the store's count of writes to the jobs where it sees every write (no query at all; the
+        extent then comes from the catalogue of the jobs' series), else the series' points and last
+        insert, read with the extent (one small query). Wide buckets are
         read from the rollup's blocks (the range then starts on a block boundary and the width is a
         whole number of blocks), so the cost follows the number of buckets, not the history's length.
         """
@@ -107,13 +112,18 @@ class Scalars:
             self._memory.put(key, version, kept)
         return copy_series(kept)
 
-    def _remembered_extent(self, series: tuple, version: tuple) -> tuple[int, int, tuple] | None:
-        """The extent of ``series`` (jobs, metric, variants, axis), read once per version of its jobs."""
+    def _remembered_extent(self, series: tuple, version: tuple) -> tuple[int, ...] | None:
+        """The extent of ``series`` (jobs, metric, variants, axis): from the catalogue where it remembers
+        the jobs, else read once per version of the jobs."""
+        jobs, metric, variants, axis = series
+        variants = list(variants) if variants is not None else None
+        found = self._catalogue.extent(list(jobs), metric, variants, axis)
+        if found is not None:
+            return found[0]
         key = ("extent", *series)
         found = self._memory.get(key, version)
         if found is None:
-            jobs, metric, variants, axis = series
-            found = (self._extent(list(jobs), metric, list(variants) if variants is not None else None, axis),)
+            found = (self._extent(list(jobs), metric, variants, axis),)
             self._memory.put(key, version, found)
         return found[0]
 

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .catalogue import Catalogue, Series
 from .changes import Changes
 from .engine import Engine
 from .latest import latest_rows
@@ -38,22 +39,16 @@ _US = pa.timestamp("us")
 # read, so the engine need not merge rows of one insert: 100,000 points took 10-20 ms less. One insert
 # is one block, which more threads only hand around: one thread stored 100,000 points in 33 ms, not 40-50.
 _AS_GIVEN = {"optimize_on_insert": 0, "max_threads": 1}
-_REMEMBERED_SERIES = 200_000
-
-
-Series = tuple[str, str, str]  # job, metric, variant
 
 
 @dataclass
 class _NewPoints:
     """The points of a batch to insert (the last of each key, none already stored alike), each row's code
-    among ``series``, the stored points they replace with their codes, and each series' stored iteration
-    range once the points are stored."""
+    among ``series``, and the stored points they replace with their codes."""
 
     table: pa.Table
     codes: np.ndarray
     series: list[Series]
-    ranges: dict[Series, tuple[int, int]]
     replaced: pa.Table | None = None
     replaced_codes: np.ndarray | None = None
 
@@ -66,14 +61,16 @@ class _NewPoints:
 
 
 class Writer:
-    def __init__(self, engine: Engine, db: str, changes: Changes) -> None:
+    def __init__(self, engine: Engine, db: str, changes: Changes, catalogue: Catalogue) -> None:
         self._engine = engine
         self._db = db
         self._changes = changes
+        self._catalogue = catalogue
         self._clock = threading.Lock()
         self._last_inserted = 0
-        # each series' stored iteration range, kept where every write passes through this writer
-        self._ranges: dict[Series, tuple[int, int]] = {}
+        # One batch of points at a time: what a batch replaces, and the catalogue's memory of a job read
+        # while a batch is written, are only right if no other batch of the same series is half written.
+        self._scalars = threading.Lock()
 
     def write(self, tables: dict[str, pa.Table]) -> dict[str, int]:
         """Insert each table's rows; answers the rows written per table."""
@@ -86,7 +83,8 @@ class Writer:
                 # noted before any statement: replacing points changes the rollup before the insert
                 jobs.update(pc.unique(table.column("job")).to_pylist())
                 if name == "scalars":
-                    written[name] = self._write_scalars(table)
+                    with self._scalars:
+                        written[name] = self._write_scalars(table)
                     continue
                 if name in _IDENTITY:
                     table = self._new_rows(name, table)
@@ -138,6 +136,7 @@ class Writer:
         try:
             summary = latest_rows(table, new.codes, new.series, inserted)
             self._engine.insert(f"{self._db}.scalars_latest", summary, _AS_GIVEN)
+            self._catalogue.extend(summary)  # as the summary now reads, whether the points follow or not
             self._engine.insert(
                 f"{self._db}.scalars",
                 table.append_column("inserted", pa.array(np.full(table.num_rows, inserted)).cast(_US)),
@@ -148,33 +147,7 @@ class Writer:
             with contextlib.suppress(Exception):  # the insert's own error is the one to answer
                 self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1), _AS_GIVEN)
             raise
-        if self._changes.sees_every_write:
-            with self._clock:
-                if len(self._ranges) > _REMEMBERED_SERIES:
-                    self._ranges.clear()
-                self._ranges.update(new.ranges)
         return table.num_rows
-
-    def _stored_ranges(self, series: list[Series]) -> dict[Series, tuple[int, int]]:
-        """The stored iteration range of each of ``series`` that holds points.
-
-        Where every write passes through this writer, the ranges it stored are remembered, so the usual
-        batch needs no query; a deletion leaves a remembered range wider than the stored one, which only
-        costs a lookup that finds nothing.
-        """
-        with self._clock:
-            found = {key: self._ranges[key] for key in series if key in self._ranges}
-        unknown = [key for key in series if key not in found]
-        if unknown:
-            rows = self._engine.query(
-                f"""SELECT job, metric, variant, min(first_iter) AS lo, max(last_iter) AS hi
-                FROM {self._db}.scalars_latest
-                WHERE (job, metric, variant) IN {{series:Array(Tuple(String, String, String))}}
-                GROUP BY job, metric, variant""",
-                {"series": unknown},
-            ).to_pylist()
-            found.update({(r["job"], r["metric"], r["variant"]): (r["lo"], r["hi"]) for r in rows})
-        return found
 
     def _inserted_now(self) -> int:
         """The insert time of a batch in microseconds, later than every batch before it in this process.
@@ -191,20 +164,14 @@ class Writer:
         table, codes, series, first, last = _last_per_key(table)
         # Only a series whose stored iterations overlap the batch's can hold a point it resends or
         # replaces; most batches carry new points above every stored one and need no lookup.
-        ranges = self._stored_ranges(series)
-        after = {
-            key: (min(ranges[key][0], int(first[i])), max(ranges[key][1], int(last[i])))
-            if key in ranges
-            else (int(first[i]), int(last[i]))
-            for i, key in enumerate(series)
-        }
+        ranges = self._catalogue.ranges(series)
         overlapping = [
             i
             for i, key in enumerate(series)
             if key in ranges and ranges[key][0] <= last[i] and first[i] <= ranges[key][1]
         ]
         if not overlapping:
-            return _NewPoints(table, codes, series, after)
+            return _NewPoints(table, codes, series)
         # Without FINAL (which cost ~40 ms per batch even when nothing matched): older versions of a
         # point come first, so the newest one is what ``old`` keeps below.
         stored = self._engine.query(
@@ -220,7 +187,7 @@ class Writer:
             },
         )
         if stored.num_rows == 0:
-            return _NewPoints(table, codes, series, after)
+            return _NewPoints(table, codes, series)
         old = {
             (j, m, v, i): (val, ts)
             for j, m, v, i, val, ts in zip(
@@ -244,7 +211,7 @@ class Writer:
         if not keep.all():
             table, codes = table.filter(pa.array(keep)), codes[keep]
         if not replaced:
-            return _NewPoints(table, codes, series, after)
+            return _NewPoints(table, codes, series)
         code_col, iter_col, value_col, ts_col = zip(*replaced, strict=True)
         old_points = pa.table(
             {
@@ -253,7 +220,7 @@ class Writer:
                 "value": pa.array(value_col, pa.float64()),
             }
         )
-        return _NewPoints(table, codes, series, after, old_points, np.array(code_col, dtype=np.int64))
+        return _NewPoints(table, codes, series, old_points, np.array(code_col, dtype=np.int64))
 
 
 def _last_per_key(
