@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from clearml_support import BASE_TS, add_batch, call, fails, new_task, ok, scalar
 
+from helpers import CountingEngine
 from jobpulse.ingest.parse import ITER_MIN
 
 
@@ -49,6 +50,22 @@ def test_histogram_default_is_6000_samples(client, task):
     _columns(client, task, "m", "v", range(12_000), [1.0] * 12_000, BASE_TS)
     series = ok(client, "events.scalar_metrics_iter_histogram", {"task": task})["m"]["v"]
     assert len(series["x"]) == 6000 and series["x"][:3] == [0, 2, 4] and set(series["y"]) == {1.0}
+
+
+def test_a_task_of_many_small_metrics_is_read_by_one_query_of_points(client, store, task):
+    for m in range(12):
+        for variant in ("train", "eval"):
+            _columns(client, task, f"metric-{m:02d}", variant, range(50), [float(m)] * 50, BASE_TS)
+    _columns(client, task, "long", "v", range(100), [float(i) for i in range(100)], BASE_TS)  # over samples
+    counting = CountingEngine(store.engine)
+    store.scalars._engine = counting
+    try:
+        data = ok(client, "events.scalar_metrics_iter_histogram", {"task": task, "samples": 50})
+    finally:
+        store.scalars._engine = store.engine
+    assert len(data) == 13 and data["metric-07"]["eval"]["x"] == list(range(50))
+    assert set(data["metric-07"]["eval"]["y"]) == {7.0} and data["long"]["v"]["x"] == list(range(0, 100, 2))
+    assert counting.chart_reads == 2  # the 24 whole series together, and the chart of the long one
 
 
 @pytest.mark.parametrize("key", ["timestamp", "iso_time"])

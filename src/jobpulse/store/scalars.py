@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -248,6 +249,36 @@ class Scalars:
             cols["value"] = table.column("value").to_numpy()
         nxt = (cols["variant"][-1], int(cols["iter"][-1])) if table.num_rows == limit else None
         return {name: column for name, column in cols.items() if name in fields}, nxt
+
+    def points_of(
+        self, job: str, series: list[tuple[str, str]], limit: int = MAX_PAGE
+    ) -> dict[tuple[str, str], dict[str, np.ndarray]] | None:
+        """Every point of each ``(metric, variant)`` of ``series`` in ``job``, read by one query: per series that
+        holds points, ``iter``, ``ts`` (ms) and ``value`` arrays in iteration order. None when the series hold
+        more than ``limit`` points together (read them in parts, or downsampled)."""
+        if not series:
+            return {}
+        table = self._engine.query(
+            f"""SELECT metric, variant, iter, toUnixTimestamp64Milli(ts) AS ts, value FROM {self._db}.scalars FINAL
+            WHERE job = {{job:String}} AND (metric, variant) IN {{series:Array(Tuple(String, String))}}
+            ORDER BY metric, variant, iter LIMIT {{limit:UInt32}}""",
+            {"job": job, "series": [tuple(pair) for pair in series], "limit": limit + 1},
+        )
+        n = table.num_rows
+        if n > limit:
+            return None
+        names = [table.column("metric"), table.column("variant")]
+        changed = np.zeros(max(n - 1, 0), dtype=bool)
+        for column in names:
+            changed |= pc.not_equal(column.slice(1), column.slice(0, n - 1)).to_numpy()
+        starts = np.flatnonzero(np.concatenate(([True], changed))) if n else np.zeros(0, dtype=np.int64)
+        keys = zip(*(column.take(pa.array(starts)).to_pylist() for column in names), strict=True)
+        columns = {name: table.column(name).to_numpy() for name in ("iter", "ts", "value")}
+        bounds = np.append(starts, n)
+        return {
+            key: {name: column[lo:hi] for name, column in columns.items()}
+            for key, lo, hi in zip(keys, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
+        }
 
     def latest(self, jobs: list[str]) -> list[dict[str, Any]]:
         """The last value (by iteration) of every metric and variant of each job, with min and max."""

@@ -99,22 +99,20 @@ def _x(values: list[int], key: str) -> list:
     return [_iso(v) for v in values] if key == "iso_time" else values
 
 
-def _raw(call: Call, job: str, metric: str, variants: list[str], key: str) -> dict[str, dict[str, list]] | None:
-    """Every point of the variants (None when there are too many to send whole)."""
+def _raw(points: dict[tuple[str, str], dict[str, np.ndarray]], metric: str, variants: list[str], key: str) -> dict:
+    """variant -> {x, y} of every point of ``metric``'s ``variants`` among ``points`` (``Scalars.points_of``)."""
     out: dict[str, dict[str, list]] = {}
     for variant in variants:
-        cols, nxt = call.ctx.store.scalars.page(job, metric, variant=variant, limit=MAX_PAGE)
-        if nxt is not None:
-            return None
-        iters, xs_all, values = cols["iter"].tolist(), cols[key if key == "iter" else "ts"].tolist(), cols["value"]
-        keep = [i for i, it in enumerate(iters) if it != ITER_MIN]
-        xs = [xs_all[i] for i in keep]
-        ys = [values[i] for i in keep]
+        found = points.get((metric, variant))
+        if found is None:
+            continue
+        keep = found["iter"] != ITER_MIN
+        xs, ys = found["iter" if key == "iter" else "ts"][keep], found["value"][keep]
         if key != "iter":
-            pairs = sorted(zip(xs, ys, strict=True), key=lambda p: p[0])
-            xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
-        if xs:
-            out[variant] = {"x": _x(xs, key), "y": _floats(ys)}
+            order = np.argsort(xs, kind="stable")
+            xs, ys = xs[order], ys[order]
+        if len(xs):
+            out[variant] = {"x": _x(xs.tolist(), key), "y": _floats(ys)}
     return out
 
 
@@ -144,7 +142,9 @@ def histograms(
 ) -> dict[str, dict[str, dict[str, dict]]]:
     """metric -> variant -> job -> {x, y}: the histograms of ``jobs`` on shared buckets."""
     out: dict[str, dict[str, dict[str, dict]]] = {}
-    for metric, variants in sorted(_catalogue(call, jobs).items()):
+    catalogue = _catalogue(call, jobs)
+    chosen: dict[str, list[str]] = {}
+    for metric, variants in sorted(catalogue.items()):
         if wanted is not None and metric not in wanted:
             continue
         names = sorted(
@@ -153,16 +153,27 @@ def histograms(
             if info["last_iter"] != ITER_MIN
             and (wanted is None or wanted[metric] is None or v in (wanted[metric] or []))
         )
-        if not names:
-            continue
-        raw = None
-        if samples == 0 or all(variants[v]["points"] <= samples for v in names):
-            raw = {job: _raw(call, job, metric, names, key) for job in jobs}
-        if raw is not None and all(r is not None for r in raw.values()):
-            for job, per_variant in raw.items():
-                for variant, data in (per_variant or {}).items():
-                    out.setdefault(metric, {}).setdefault(variant, {})[job] = data
-            continue
+        if names:
+            chosen[metric] = names
+    # Metrics whose variants all fit in ``samples`` are sent whole: one query per job reads all of them
+    # (or one per metric where together they are too many for one answer).
+    whole = [
+        m for m, names in chosen.items() if samples == 0 or all(catalogue[m][v]["points"] <= samples for v in names)
+    ]
+    scalars = call.ctx.store.scalars
+    points = {job: scalars.points_of(job, [(m, v) for m in whole for v in chosen[m]]) for job in jobs}
+    for metric, names in chosen.items():
+        variants = catalogue[metric]
+        if metric in whole:
+            per_job = {
+                job: found if found is not None else scalars.points_of(job, [(metric, v) for v in names])
+                for job, found in points.items()
+            }
+            if all(found is not None for found in per_job.values()):
+                for job, found in per_job.items():
+                    for variant, data in _raw(found, metric, names, key).items():
+                        out.setdefault(metric, {}).setdefault(variant, {})[job] = data
+                continue
         lows = [variants[v]["first_iter"] for v in names if variants[v]["first_iter"] != ITER_MIN]
         x_min = (min(lows) if lows else ITER_MIN + 1) if key == "iter" else None
         for (job, variant), data in _bucketed(call, jobs, metric, names, key, samples or MAX_BUCKETS, x_min).items():
