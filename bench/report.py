@@ -434,8 +434,10 @@ def sizes(cfg: dict[str, Any]) -> list[str]:
         f"MLflow and TensorBoard answer timestamps too), and as a chart of {c2['chart_buckets']:,} buckets. Peers "
         f"read a {c1['steps']:,}-point series of their own (loaded once, its rate shown as 'loading'). jobpulse "
         f"also charts a series of {c2['big_points']:,} points (one loaded per repeat). Each jobpulse chart is "
-        f"asked for twice: the first answer is computed from the rollup (two queries: the series' extent, then "
-        f"the buckets; each repeat charts a job of its own, so nothing of it is in the server's memory), the "
+        f"asked for twice: the first answer is computed by one query of its buckets (from the points for the "
+        f"{c1['steps']:,}-point series, from the rollup for the big one; the series' extent comes from the store's "
+        f"catalogue of the series it wrote; each repeat charts a job of its own, so no chart of it is in the "
+        f"server's memory), the "
         f"second comes from the server's memory of recent answers, which on the embedded store holds until the "
         f"server itself writes to the job (no query).",
         f"- 3: {c3['runs']} runs x {c3['metrics']} metrics x {c3['steps']:,} steps, then the latest value of every "
