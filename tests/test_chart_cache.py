@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from helpers import T0, CountingEngine, ingest_samples, post_columns, scalar_series
 from jobpulse.store import Store
 from jobpulse.store.memory import Memory
@@ -109,6 +111,22 @@ def test_a_repeated_minute_series_is_answered_from_memory_until_new_samples_arri
     assert _minute_series(client) == first and counting.queries == 0
     ingest_samples(client, "worker-0", "gpu_util", "1", [1.0] * 18)
     assert [s["device"] for s in _minute_series(client)] == ["0", "1"] and counting.queries == 1
+
+
+def test_a_remembered_series_is_answered_without_a_worker_thread(client, monkeypatch):
+    import jobpulse.server.routes.system as routes
+
+    ingest_samples(client, "worker-0", "gpu_util", "0", [float(i) for i in range(18)])
+    first = _minute_series(client)
+
+    def no_thread(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("a remembered series took a worker thread")
+
+    monkeypatch.setattr(routes, "run_in_threadpool", no_thread)
+    assert _minute_series(client) == first
+    other = {"metric": "gpu_util", "start": T0, "end": T0 + 119_999, "step": "1m"}  # not remembered
+    with pytest.raises(AssertionError, match="worker thread"):
+        client.get("/jp/v1/jobs/j1/system/series", params=other)
 
 
 def test_a_deleted_jobs_series_is_not_remembered(client, store):

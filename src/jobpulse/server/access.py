@@ -93,16 +93,25 @@ class Access:
     def require(self, key: ApiKey, job: str, role: str = "read") -> None:
         """Like ``job`` for routes that need only the permission, not the job's current description:
         the job's project is remembered (``remember_job``), so a read costs no lookup of the job."""
+        if self.require_remembered(key, job, role):
+            return
+        found = self._store.jobs.get(job)
+        if found is None:
+            self._jobs.pop(job, None)
+            raise NotFound(f"job {job!r} does not exist", field="job")
+        self.remember_job(job, found.project, started=found.status != "created")
+        self._permit(key, job, found.project, role)
+
+    def require_remembered(self, key: ApiKey, job: str, role: str = "read") -> bool:
+        """``require`` without any lookup, for an answer on the event loop: True once it passed (it raises as
+        ``require`` does), False when this replica does not remember the job (call ``require`` in a thread)."""
         remembered = self._jobs.get(job)
         if remembered is None or remembered[2] <= time.monotonic():
-            found = self._store.jobs.get(job)
-            if found is None:
-                self._jobs.pop(job, None)
-                raise NotFound(f"job {job!r} does not exist", field="job")
-            self.remember_job(job, found.project, started=found.status != "created")
-            project = found.project
-        else:
-            project = remembered[0]
+            return False
+        self._permit(key, job, remembered[0], role)
+        return True
+
+    def _permit(self, key: ApiKey, job: str, project: str, role: str) -> None:
         if not key.allows_project(project):
             raise NotFound(f"job {job!r} does not exist", field="job")
         if not key.can(role):

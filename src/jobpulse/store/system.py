@@ -107,19 +107,39 @@ class System:
         read from a rollup are remembered while the store sees every write and the job's data is unchanged
         (raw samples are not: a retention period deletes them without a write).
         """
+        window = dict(start_ms=start_ms, end_ms=end_ms, step_ms=step_ms, workers=workers, devices=devices)
+        found = self.remembered_series(job, metrics, **window)
+        if found is not None:
+            return found
         where, params = _window(job, metrics, start_ms, end_ms, step_ms, workers)
         if devices is not None:
             where += " AND device IN {devices:Array(String)}"
             params["devices"] = devices
         rollup = rollup_for(start_ms, step_ms)
-        version = self._changes.version([job]) if rollup is not None else None
-        key = (job, tuple(metrics), start_ms, end_ms, step_ms, _names(workers), _names(devices))
-        kept = self._memory.get(key, version) if version is not None else None
-        if kept is None:
-            kept = self._read_series(where, params, rollup)
-            if version is not None:
-                self._memory.put(key, version, kept)
+        version = self._changes.version([job]) if rollup is not None else None  # taken before the read
+        kept = self._read_series(where, params, rollup)
+        if version is not None:
+            self._memory.put(_series_key(job, metrics, **window), version, kept)
         return [dict(one) for one in kept]
+
+    def remembered_series(
+        self,
+        job: str,
+        metrics: list[str],
+        *,
+        start_ms: int,
+        end_ms: int,
+        step_ms: int,
+        workers: list[str] | None = None,
+        devices: list[str] | None = None,
+    ) -> list[dict[str, Any]] | None:
+        """What ``series`` would answer, if it is remembered (no query, no wait on the engine); else None."""
+        version = self._changes.version([job]) if rollup_for(start_ms, step_ms) is not None else None
+        if version is None:
+            return None
+        key = _series_key(job, metrics, start_ms, end_ms, step_ms, workers, devices)
+        kept = self._memory.get(key, version)
+        return None if kept is None else [dict(one) for one in kept]
 
     def _read_series(
         self, where: str, params: dict[str, Any], rollup: tuple[str, str] | None
@@ -221,6 +241,18 @@ class System:
             params["workers"] = workers
         rows = self._engine.query(f"SELECT DISTINCT metric FROM {self._db}.system_1m WHERE {where}", params)
         return set(rows.column("metric").to_pylist())
+
+
+def _series_key(
+    job: str,
+    metrics: list[str],
+    start_ms: int,
+    end_ms: int,
+    step_ms: int,
+    workers: list[str] | None,
+    devices: list[str] | None,
+) -> tuple:
+    return (job, tuple(metrics), start_ms, end_ms, step_ms, _names(workers), _names(devices))
 
 
 def _names(names: list[str] | None) -> tuple[str, ...] | None:

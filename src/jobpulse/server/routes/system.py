@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
 
 from ...errors import BadRequest
 from ...store import ApiKey
 from ...store.system import align_start
-from ..context import caller, context, parse_time, split_list
+from ..context import Context, caller, context, parse_time, split_list
 from ..responses import JSON
 
 router = APIRouter(tags=["system"])
@@ -24,9 +27,7 @@ def parse_step(value: str | None, name: str = "step") -> int | None:
         return None
     match = re.fullmatch(r"(\d+)(ms|s|m|h|d)?", value.strip())
     if not match or int(match.group(1)) == 0:
-        raise BadRequest(
-            f"'{name}' must be a positive duration like 10s, 5m or 1h, got {value!r}", field=name
-        )
+        raise BadRequest(f"'{name}' must be a positive duration like 10s, 5m or 1h, got {value!r}", field=name)
     return int(match.group(1)) * _UNITS[match.group(2) or "s"]
 
 
@@ -57,16 +58,74 @@ def system_catalog(request: Request, job: str, key: ApiKey = Depends(caller)) ->
     ctx = context(request)
     ctx.access.require(key, job)
     extent = ctx.store.system.extent(job)
-    return JSON(
-        {"job": job, "series": ctx.store.system.catalog(job), "range": list(extent) if extent else None}
-    )
+    return JSON({"job": job, "series": ctx.store.system.catalog(job), "range": list(extent) if extent else None})
+
+
+@dataclass
+class _SeriesAsked:
+    """A request for system series, checked: what ``System.series`` takes, and the fields to leave out."""
+
+    metrics: list[str]
+    workers: list[str] | None
+    devices: list[str] | None
+    start_ms: int | None
+    end_ms: int | None
+    step_ms: int | None
+    left_out: set[str]
+
+    @classmethod
+    def of(
+        cls,
+        metric: str,
+        worker: str | None,
+        device: str | None,
+        start: str | None,
+        end: str | None,
+        step: str | None,
+        fields: str | None,
+    ) -> _SeriesAsked:
+        metrics = split_list(metric)
+        if not metrics:
+            raise BadRequest("'metric' names at least one metric", field="metric")
+        return cls(
+            metrics=metrics,
+            workers=split_list(worker) or None,
+            devices=None if device is None else split_list(device) if device else [""],
+            start_ms=parse_time(start, "start"),
+            end_ms=parse_time(end, "end"),
+            step_ms=parse_step(step),
+            left_out=_left_out(fields),
+        )
+
+    def window(self) -> dict[str, Any]:
+        """``start_ms``, ``end_ms``, ``step_ms``, ``workers`` and ``devices`` as ``System.series`` takes them,
+        once the range is known (both ends given, or filled from the job's extent)."""
+        assert self.start_ms is not None and self.end_ms is not None
+        if self.end_ms < self.start_ms:
+            raise BadRequest("'start' must not be after 'end'", field="start")
+        step_ms = self.step_ms or auto_step(self.end_ms - self.start_ms)
+        start_ms = align_start(self.start_ms, step_ms)  # whole hours or minutes are read from a rollup
+        return dict(start_ms=start_ms, end_ms=self.end_ms, step_ms=step_ms, workers=self.workers, devices=self.devices)
+
+    def answer(self, job: str, window: dict[str, Any], series: list[dict[str, Any]]) -> JSON:
+        if self.left_out:
+            series = [{name: values for name, values in one.items() if name not in self.left_out} for one in series]
+        return JSON(
+            {
+                "job": job,
+                "start": window["start_ms"],
+                "end": window["end_ms"],
+                "step_ms": window["step_ms"],
+                "series": series,
+            }
+        )
 
 
 @router.get(
     "/jp/v1/jobs/{job}/system/series",
     summary="System metric series per worker and device over [start, end] at a step",
 )
-def system_series(
+async def system_series(
     request: Request,
     job: str,
     metric: str,
@@ -79,30 +138,27 @@ def system_series(
     key: ApiKey = Depends(caller),
 ) -> JSON:
     """``fields`` (e.g. ``avg``) answers only those of each bucket's ``avg``, ``min``, ``max``, ``last`` and
-    ``count`` (a series' worker, metric, device and bucket times ``t`` always come)."""
+    ``count`` (a series' worker, metric, device and bucket times ``t`` always come).
+
+    A series this replica remembers, of a job it remembers, is answered on the event loop: a dashboard that
+    asks again waits for no worker thread. Anything else is computed in one."""
     ctx = context(request)
+    asked = _SeriesAsked.of(metric, worker, device, start, end, step, fields)
+    if asked.start_ms is not None and asked.end_ms is not None and ctx.access.require_remembered(key, job):
+        window = asked.window()
+        remembered = ctx.store.system.remembered_series(job, asked.metrics, **window)
+        if remembered is not None:
+            return asked.answer(job, window, remembered)
+    return await run_in_threadpool(_computed_series, ctx, key, job, asked)
+
+
+def _computed_series(ctx: Context, key: ApiKey, job: str, asked: _SeriesAsked) -> JSON:
     ctx.access.require(key, job)
-    metrics = split_list(metric)
-    if not metrics:
-        raise BadRequest("'metric' names at least one metric", field="metric")
-    workers = split_list(worker) or None
-    start_ms, end_ms = parse_time(start, "start"), parse_time(end, "end")
-    step_given = parse_step(step)
-    if start_ms is None or end_ms is None:
-        extent = ctx.store.system.extent(job, workers)
+    if asked.start_ms is None or asked.end_ms is None:
+        extent = ctx.store.system.extent(job, asked.workers)
         if extent is None:
-            return JSON({"job": job, "start": start_ms, "end": end_ms, "step_ms": None, "series": []})
-        start_ms = extent[0] if start_ms is None else start_ms
-        end_ms = extent[1] if end_ms is None else end_ms
-    if end_ms < start_ms:
-        raise BadRequest("'start' must not be after 'end'", field="start")
-    step_ms = step_given or auto_step(end_ms - start_ms)
-    start_ms = align_start(start_ms, step_ms)  # whole hours or minutes are read from a rollup
-    devices = None if device is None else split_list(device) if device else [""]
-    left_out = _left_out(fields)
-    series = ctx.store.system.series(
-        job, metrics, start_ms=start_ms, end_ms=end_ms, step_ms=step_ms, workers=workers, devices=devices
-    )
-    if left_out:
-        series = [{name: values for name, values in one.items() if name not in left_out} for one in series]
-    return JSON({"job": job, "start": start_ms, "end": end_ms, "step_ms": step_ms, "series": series})
+            return JSON({"job": job, "start": asked.start_ms, "end": asked.end_ms, "step_ms": None, "series": []})
+        asked.start_ms = extent[0] if asked.start_ms is None else asked.start_ms
+        asked.end_ms = extent[1] if asked.end_ms is None else asked.end_ms
+    window = asked.window()
+    return asked.answer(job, window, ctx.store.system.series(job, asked.metrics, **window))
