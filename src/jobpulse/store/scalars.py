@@ -15,7 +15,7 @@ from .changes import Changes
 from .engine import Engine
 from .memory import Memory, copy_series
 from .schema import ROLLUP_LEVELS
-from .series import split_series
+from .series import run_starts, split_series
 
 Axis = Literal["iter", "time"]
 MAX_BUCKETS = 10_000
@@ -268,10 +268,7 @@ class Scalars:
         if n > limit:
             return None
         names = [table.column("metric"), table.column("variant")]
-        changed = np.zeros(max(n - 1, 0), dtype=bool)
-        for column in names:
-            changed |= pc.not_equal(column.slice(1), column.slice(0, n - 1)).to_numpy()
-        starts = np.flatnonzero(np.concatenate(([True], changed))) if n else np.zeros(0, dtype=np.int64)
+        starts = run_starts(names)
         keys = zip(*(column.take(pa.array(starts)).to_pylist() for column in names), strict=True)
         columns = {name: table.column(name).to_numpy() for name in ("iter", "ts", "value")}
         bounds = np.append(starts, n)

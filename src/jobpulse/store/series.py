@@ -1,11 +1,25 @@
-"""Query rows of bucketed series, ordered by their key and bucket, cut into one columnar series per key."""
+"""Rows ordered by a key, cut into runs of one key: bucketed query rows become one columnar series per key."""
 
 from __future__ import annotations
 
 import itertools
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def run_starts(columns: list[pa.ChunkedArray]) -> np.ndarray:
+    """The rows at which a run of one key begins, in rows ordered by that key (``columns``: the key's columns,
+    none null): neighbours are compared, nothing is hashed."""
+    n = len(columns[0])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    changed = np.zeros(n - 1, dtype=bool)
+    for column in columns:
+        changed |= pc.not_equal(column.slice(1), column.slice(0, n - 1)).to_numpy()
+    return np.flatnonzero(np.concatenate(([True], changed)))
 
 
 def split_series(
@@ -16,11 +30,13 @@ def split_series(
     n = table.num_rows
     if n == 0:
         return []
-    key_rows = list(zip(*(table.column(name).to_pylist() for name in keys), strict=True))
-    cuts = [0] + [i for i in range(1, n) if key_rows[i] != key_rows[i - 1]] + [n]
+    starts = run_starts([table.column(name) for name in keys])
+    at = pa.array(starts)
+    key_rows = zip(*(table.column(name).take(at).to_pylist() for name in keys), strict=True)
+    cuts = itertools.pairwise(np.append(starts, n).tolist())
     xs = (origin + table.column("b").to_numpy() * width).tolist()
     columns = {name: table.column(name).to_pylist() for name in values}
     return [
-        {**dict(zip(keys, key_rows[lo], strict=True)), x_name: xs[lo:hi], **{k: c[lo:hi] for k, c in columns.items()}}
-        for lo, hi in itertools.pairwise(cuts)
+        {**dict(zip(keys, key, strict=True)), x_name: xs[lo:hi], **{k: c[lo:hi] for k, c in columns.items()}}
+        for key, (lo, hi) in zip(key_rows, cuts, strict=True)
     ]

@@ -31,6 +31,7 @@ from .changes import Changes
 from .engine import Engine
 from .latest import latest_rows
 from .rollup import by_series, rollup_rows
+from .series import run_starts
 
 # table -> columns that, with job and ts, identify a row
 _IDENTITY = {"logs": ("worker", "seq"), "system": ("worker", "metric", "device")}
@@ -294,10 +295,7 @@ def _series_runs(table: pa.Table) -> tuple[np.ndarray, list[Series]] | None:
     rows change series too often for that to pay."""
     n = table.num_rows
     columns = [table.column(name) for name in ("job", "metric", "variant")]
-    changed = np.zeros(max(n - 1, 0), dtype=bool)
-    for column in columns:
-        changed |= pc.not_equal(column.slice(1), column.slice(0, n - 1)).to_numpy()
-    starts = np.flatnonzero(np.concatenate(([True], changed)))
+    starts = run_starts(columns)
     if len(starts) > max(64, n // 256):
         return None
     at = pa.array(starts)
