@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 from jobpulse.server import create_app
 from jobpulse.settings import Settings
-from jobpulse.store import Store, schema
+from jobpulse.store import SeriesWindow, Store, schema
 from jobpulse.store.engine import EmbeddedEngine
 
 
@@ -92,8 +92,8 @@ def _answers(store: Store) -> dict:
     return {
         "chart_iter": store.scalars.chart(["job-1"], "loss", buckets=40),
         "chart_time": store.scalars.chart(["job-1"], "loss", axis="time", buckets=20),
-        "minutes": store.system.series("job-1", ["gpu_util"], start_ms=T0, end_ms=T0 + SECONDS * 1000, step_ms=300_000),
-        "hours": store.system.series("job-1", ["gpu_util"], start_ms=T0, end_ms=T0 + SECONDS * 1000, step_ms=3_600_000),
+        "minutes": store.system.series("job-1", ["gpu_util"], SeriesWindow(T0, T0 + SECONDS * 1000, 300_000)),
+        "hours": store.system.series("job-1", ["gpu_util"], SeriesWindow(T0, T0 + SECONDS * 1000, 3_600_000)),
     }
 
 
@@ -135,7 +135,6 @@ def test_step_4_upgraded_rollups_keep_taking_new_samples(
         {"t": later},
     )
     for step in (60_000, 3_600_000):
-        series = upgraded.system.series(
-            "job-1", ["gpu_util"], start_ms=later, end_ms=later, step_ms=step, workers=["worker-0"], devices=["0"]
-        )
+        window = SeriesWindow(later, later, step, workers=("worker-0",), devices=("0",))
+        series = upgraded.system.series("job-1", ["gpu_util"], window)
         assert [(s["t"], s["avg"], s["last"], s["count"]) for s in series] == [([later], [42.0], [42.0], [1])]

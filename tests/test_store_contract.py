@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from jobpulse.errors import StoreUnavailable
-from jobpulse.store import Job, LogFilter, Store
+from jobpulse.store import Job, LogFilter, SeriesWindow, Store
 from jobpulse.store.columns import columns_to_arrow
 from jobpulse.store.engine import EmbeddedEngine
 from jobpulse.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
@@ -90,8 +90,8 @@ def test_system_rollup_matches_raw(any_store):
         },
     )
     any_store.writer.write({"system": table})
-    rollup = any_store.system.series("j1", ["gpu_util"], start_ms=T0, end_ms=T0 + n * 1000, step_ms=60_000)
-    raw = any_store.system.series("j1", ["gpu_util"], start_ms=T0 + 1, end_ms=T0 + n * 1000, step_ms=60_000)
+    rollup = any_store.system.series("j1", ["gpu_util"], SeriesWindow(T0, T0 + n * 1000, 60_000))
+    raw = any_store.system.series("j1", ["gpu_util"], SeriesWindow(T0 + 1, T0 + n * 1000, 60_000))
     assert rollup[0]["avg"] == [29.5, 89.5]
     assert raw[0]["count"] == [60, 59]
 

@@ -14,11 +14,11 @@ from .logs import LogFilter, Logs
 from .scalars import Scalars
 from .schema import SCHEMA_VERSION, migrate, set_raw_ttl
 from .state import ServerState
-from .system import System
+from .system import SeriesWindow, System
 from .usage import Usage
 from .writer import Writer
 
-__all__ = ["ApiKey", "Engine", "Job", "LogFilter", "Store", "Worker", "open_store"]
+__all__ = ["ApiKey", "Engine", "Job", "LogFilter", "SeriesWindow", "Store", "Worker", "open_store"]
 
 
 class Store:

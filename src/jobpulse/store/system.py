@@ -8,6 +8,7 @@ the samples up to the end of the period (minute or hour) in which ``end`` falls.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,19 @@ def rollup_for(start_ms: int, step_ms: int) -> tuple[str, str] | None:
         if step_ms % unit == 0 and start_ms % unit == 0:
             return table, column
     return None
+
+
+@dataclass(frozen=True)
+class SeriesWindow:
+    """What a series read covers: [start_ms, end_ms] in buckets of ``step_ms``, of the workers and devices
+    named (all of them where None). Equal windows are the same read, so a window is a key of remembered
+    answers."""
+
+    start_ms: int
+    end_ms: int
+    step_ms: int
+    workers: tuple[str, ...] | None = None
+    devices: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -90,55 +104,33 @@ class System:
         ).to_pylist()[0]
         return (int(rollup["lo"]), int(rollup["hi"])) if rollup["n"] else None
 
-    def series(
-        self,
-        job: str,
-        metrics: list[str],
-        *,
-        start_ms: int,
-        end_ms: int,
-        step_ms: int,
-        workers: list[str] | None = None,
-        devices: list[str] | None = None,
-    ) -> list[dict[str, Any]]:
+    def series(self, job: str, metrics: list[str], window: SeriesWindow) -> list[dict[str, Any]]:
         """One series per (worker, metric, device): bucket index b covers [start + b*step, start + (b+1)*step).
 
         Buckets without samples are absent; each present bucket has avg, min, max, last and count. Series
         read from a rollup are remembered while the store sees every write and the job's data is unchanged
         (raw samples are not: a retention period deletes them without a write).
         """
-        window = dict(start_ms=start_ms, end_ms=end_ms, step_ms=step_ms, workers=workers, devices=devices)
-        found = self.remembered_series(job, metrics, **window)
+        found = self.remembered_series(job, metrics, window)
         if found is not None:
             return found
-        where, params = _window(job, metrics, start_ms, end_ms, step_ms, workers)
-        if devices is not None:
+        where, params = _window(job, metrics, window.start_ms, window.end_ms, window.step_ms, window.workers)
+        if window.devices is not None:
             where += " AND device IN {devices:Array(String)}"
-            params["devices"] = devices
-        rollup = rollup_for(start_ms, step_ms)
+            params["devices"] = list(window.devices)
+        rollup = rollup_for(window.start_ms, window.step_ms)
         version = self._changes.version([job]) if rollup is not None else None  # taken before the read
         kept = self._read_series(where, params, rollup)
         if version is not None:
-            self._memory.put(_series_key(job, metrics, **window), version, kept)
+            self._memory.put((job, tuple(metrics), window), version, kept)
         return [dict(one) for one in kept]
 
-    def remembered_series(
-        self,
-        job: str,
-        metrics: list[str],
-        *,
-        start_ms: int,
-        end_ms: int,
-        step_ms: int,
-        workers: list[str] | None = None,
-        devices: list[str] | None = None,
-    ) -> list[dict[str, Any]] | None:
+    def remembered_series(self, job: str, metrics: list[str], window: SeriesWindow) -> list[dict[str, Any]] | None:
         """What ``series`` would answer, if it is remembered (no query, no wait on the engine); else None."""
-        version = self._changes.version([job]) if rollup_for(start_ms, step_ms) is not None else None
+        version = self._changes.version([job]) if rollup_for(window.start_ms, window.step_ms) is not None else None
         if version is None:
             return None
-        key = _series_key(job, metrics, start_ms, end_ms, step_ms, workers, devices)
-        kept = self._memory.get(key, version)
+        kept = self._memory.get((job, tuple(metrics), window), version)
         return None if kept is None else [dict(one) for one in kept]
 
     def _read_series(
@@ -243,22 +235,6 @@ class System:
         return set(rows.column("metric").to_pylist())
 
 
-def _series_key(
-    job: str,
-    metrics: list[str],
-    start_ms: int,
-    end_ms: int,
-    step_ms: int,
-    workers: list[str] | None,
-    devices: list[str] | None,
-) -> tuple:
-    return (job, tuple(metrics), start_ms, end_ms, step_ms, _names(workers), _names(devices))
-
-
-def _names(names: list[str] | None) -> tuple[str, ...] | None:
-    return tuple(names) if names is not None else None
-
-
 def _periods_in_window(period: str) -> str:
     """The condition keeping the rollup periods that hold samples of [start, end]."""
     return (
@@ -267,7 +243,7 @@ def _periods_in_window(period: str) -> str:
 
 
 def _window(
-    job: str, metrics: list[str], start_ms: int, end_ms: int, step_ms: int, workers: list[str] | None
+    job: str, metrics: list[str], start_ms: int, end_ms: int, step_ms: int, workers: Sequence[str] | None
 ) -> tuple[str, dict[str, Any]]:
     """Check a series window and answer the condition and parameters that select it."""
     if step_ms <= 0:
@@ -280,5 +256,5 @@ def _window(
     where = "job = {job:String} AND metric IN {metrics:Array(String)}"
     if workers:
         where += " AND worker IN {workers:Array(String)}"
-        params["workers"] = workers
+        params["workers"] = list(workers)
     return where, params

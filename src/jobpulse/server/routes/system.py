@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import BadRequest
-from ...store import ApiKey
+from ...store import ApiKey, SeriesWindow
 from ...store.system import align_start
 from ..context import Context, caller, context, parse_time, split_list
 from ..responses import JSON
@@ -61,17 +61,18 @@ def system_catalog(request: Request, job: str, key: ApiKey = Depends(caller)) ->
     return JSON({"job": job, "series": ctx.store.system.catalog(job), "range": list(extent) if extent else None})
 
 
-@dataclass
+@dataclass(frozen=True)
 class _SeriesAsked:
-    """A request for system series, checked: what ``System.series`` takes, and the fields to leave out."""
+    """A request for system series, checked: its metrics, its range as given (either end may be left to the
+    job's extent), and the fields to leave out of each series."""
 
     metrics: list[str]
-    workers: list[str] | None
-    devices: list[str] | None
+    workers: tuple[str, ...] | None
+    devices: tuple[str, ...] | None
     start_ms: int | None
     end_ms: int | None
     step_ms: int | None
-    left_out: set[str]
+    left_out: frozenset[str]
 
     @classmethod
     def of(
@@ -89,35 +90,28 @@ class _SeriesAsked:
             raise BadRequest("'metric' names at least one metric", field="metric")
         return cls(
             metrics=metrics,
-            workers=split_list(worker) or None,
-            devices=None if device is None else split_list(device) if device else [""],
+            workers=tuple(split_list(worker)) or None,
+            devices=None if device is None else tuple(split_list(device)) if device else ("",),
             start_ms=parse_time(start, "start"),
             end_ms=parse_time(end, "end"),
             step_ms=parse_step(step),
-            left_out=_left_out(fields),
+            left_out=frozenset(_left_out(fields)),
         )
 
-    def window(self) -> dict[str, Any]:
-        """``start_ms``, ``end_ms``, ``step_ms``, ``workers`` and ``devices`` as ``System.series`` takes them,
-        once the range is known (both ends given, or filled from the job's extent)."""
-        assert self.start_ms is not None and self.end_ms is not None
-        if self.end_ms < self.start_ms:
+    def window(self, start_ms: int, end_ms: int) -> SeriesWindow:
+        """The window of [start_ms, end_ms] (the range asked, or filled from the job's extent) at the step
+        asked, or at a round step showing it in at most 600 buckets."""
+        if end_ms < start_ms:
             raise BadRequest("'start' must not be after 'end'", field="start")
-        step_ms = self.step_ms or auto_step(self.end_ms - self.start_ms)
-        start_ms = align_start(self.start_ms, step_ms)  # whole hours or minutes are read from a rollup
-        return dict(start_ms=start_ms, end_ms=self.end_ms, step_ms=step_ms, workers=self.workers, devices=self.devices)
+        step_ms = self.step_ms or auto_step(end_ms - start_ms)
+        # whole hours or minutes are read from a rollup
+        return SeriesWindow(align_start(start_ms, step_ms), end_ms, step_ms, self.workers, self.devices)
 
-    def answer(self, job: str, window: dict[str, Any], series: list[dict[str, Any]]) -> JSON:
+    def answer(self, job: str, window: SeriesWindow, series: list[dict[str, Any]]) -> JSON:
         if self.left_out:
             series = [{name: values for name, values in one.items() if name not in self.left_out} for one in series]
         return JSON(
-            {
-                "job": job,
-                "start": window["start_ms"],
-                "end": window["end_ms"],
-                "step_ms": window["step_ms"],
-                "series": series,
-            }
+            {"job": job, "start": window.start_ms, "end": window.end_ms, "step_ms": window.step_ms, "series": series}
         )
 
 
@@ -145,8 +139,8 @@ async def system_series(
     ctx = context(request)
     asked = _SeriesAsked.of(metric, worker, device, start, end, step, fields)
     if asked.start_ms is not None and asked.end_ms is not None and ctx.access.require_remembered(key, job):
-        window = asked.window()
-        remembered = ctx.store.system.remembered_series(job, asked.metrics, **window)
+        window = asked.window(asked.start_ms, asked.end_ms)
+        remembered = ctx.store.system.remembered_series(job, asked.metrics, window)
         if remembered is not None:
             return asked.answer(job, window, remembered)
     return await run_in_threadpool(_computed_series, ctx, key, job, asked)
@@ -154,11 +148,12 @@ async def system_series(
 
 def _computed_series(ctx: Context, key: ApiKey, job: str, asked: _SeriesAsked) -> JSON:
     ctx.access.require(key, job)
-    if asked.start_ms is None or asked.end_ms is None:
-        extent = ctx.store.system.extent(job, asked.workers)
+    start_ms, end_ms = asked.start_ms, asked.end_ms
+    if start_ms is None or end_ms is None:
+        extent = ctx.store.system.extent(job, list(asked.workers) if asked.workers else None)
         if extent is None:
-            return JSON({"job": job, "start": asked.start_ms, "end": asked.end_ms, "step_ms": None, "series": []})
-        asked.start_ms = extent[0] if asked.start_ms is None else asked.start_ms
-        asked.end_ms = extent[1] if asked.end_ms is None else asked.end_ms
-    window = asked.window()
-    return asked.answer(job, window, ctx.store.system.series(job, asked.metrics, **window))
+            return JSON({"job": job, "start": start_ms, "end": end_ms, "step_ms": None, "series": []})
+        start_ms = extent[0] if start_ms is None else start_ms
+        end_ms = extent[1] if end_ms is None else end_ms
+    window = asked.window(start_ms, end_ms)
+    return asked.answer(job, window, ctx.store.system.series(job, asked.metrics, window))
