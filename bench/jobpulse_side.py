@@ -210,6 +210,11 @@ def w1(jp: Jobpulse, cfg: dict, res: Result, server_pid: int, spool: Path) -> No
                     res.add(f"w1.ingest.{path}", points / elapsed, "points/s", points=points)
                     log(f"jobpulse w1 {path} #{r}: {points / elapsed:,.0f} points/s")
     res.add("w7.mem_peak_w1", peak.peak, "bytes")
+    res.note(
+        "w1.sdk",
+        "jobpulse.init and run.log of 10 scalars a step; the SDK sends scalars as Arrow streams, since pyarrow is "
+        "installed here (without it, or with send_arrow=False, as columnar JSON compressed with zstd)",
+    )
 
 
 # -- workload 2: read back ----------------------------------------------------------------------------

@@ -13,6 +13,9 @@ import struct
 import zlib
 from pathlib import Path
 
+from jobpulse.sdk.transport import quote
+from jobpulse.sdk.wire import Request
+
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "png"),
@@ -107,3 +110,12 @@ def file_name(metric: str, variant: str, it: int, key: str, ext: str) -> str:
     stem = _SAFE.sub("_", key).strip("._")[:150] or "image"
     digest = zlib.crc32(f"{metric}\0{variant}\0{it}\0{key}".encode()) & 0xFFFFFFFF
     return f"{stem}-{digest:08x}.{ext or 'bin'}"
+
+
+_MIME = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
+
+
+def image_upload(job_path: str, metric: str, variant: str, it: int, key: str, data: bytes, ext: str) -> Request:
+    """The upload of an encoded image to the files of the job at ``job_path`` (``/jp/v1/jobs/{job}``)."""
+    path = f"{job_path}/files/{quote(file_name(metric, variant, it, key, ext))}"
+    return Request("PUT", path, data, _MIME.get(ext, "application/octet-stream"), kind="file")

@@ -90,6 +90,7 @@ class Run:
         handle_sigterm: bool = True,
         backoff_cap: float = 30.0,
         max_queue: int = 2_000_000,
+        send_arrow: bool = True,
     ) -> None:
         self.placement: Placement = detect_placement()
         self.project = project or default_project()
@@ -154,6 +155,7 @@ class Run:
             flush_interval=flush_interval,
             replay_orphans=replay_spool,
             backoff_cap=backoff_cap,
+            arrow=send_arrow,
         )
         self._sender = Sender(cfg, self._q, self._problems)
         self._previous_hook = sys.excepthook

@@ -2,7 +2,8 @@
 
 Every ``flush_interval`` seconds, or sooner when the queue holds ``batch_records``
 records or a flush is asked for, the thread drains the queue into batches, encodes them
-(columnar JSON, zstd) and sends them. Prepared requests (job and worker registration and
+(scalars as an Arrow stream where pyarrow can be imported, else columnar JSON with zstd)
+and sends them. Prepared requests (job and worker registration and
 status) are sent in queue order between batches.
 
 Batch size adapts to the queue: a batch is sent once it holds ``batch_points`` points
@@ -56,7 +57,9 @@ import orjson
 import zstandard
 
 from jobpulse.sdk import spool as sp
-from jobpulse.sdk.media import encode_image, file_name
+from jobpulse.sdk.arrow import ArrowScalars
+from jobpulse.sdk.arrow import load as load_arrow
+from jobpulse.sdk.media import encode_image, image_upload
 from jobpulse.sdk.problems import Problems
 from jobpulse.sdk.replay import replay_backlog, replay_orphans
 from jobpulse.sdk.transport import DROP, KEEP, OK, RETRY, Answer, Pending, Transport, quote
@@ -75,14 +78,6 @@ from jobpulse.sdk.wire import (
     check_iter,
     split_request,
 )
-
-_MIME = {
-    "png": "image/png",
-    "jpg": "image/jpeg",
-    "jpeg": "image/jpeg",
-    "gif": "image/gif",
-    "webp": "image/webp",
-}
 
 
 @dataclass
@@ -104,6 +99,7 @@ class SenderConfig:
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
     replay_orphans: bool = True
+    arrow: bool = True  # scalars as an Arrow stream where pyarrow can be imported (jobpulse.sdk.arrow)
 
 
 @dataclass
@@ -146,6 +142,7 @@ class Sender:
         self._next_lookup = 0.0
         self.orphans: list[Path] = []
         self._compress = zstandard.ZstdCompressor(level=3).compress
+        self._arrow: ArrowScalars | None = None  # loaded by the thread as it starts, where cfg.arrow
         self._thread = threading.Thread(target=self._run, name="jobpulse-sender", daemon=True)
 
     # -- caller side ----------------------------------------------------------------------
@@ -220,6 +217,8 @@ class Sender:
             self.problems("sender-error", f"internal error in the sender thread: {exc!r}")
 
     def _startup(self) -> None:
+        if self.cfg.arrow:
+            self._arrow = load_arrow()
         self.spool.claim()
         for path in self.spool.files():
             header = sp.read_header(path)
@@ -317,7 +316,7 @@ class Sender:
 
     def _ship(self, batch: Batch, compress) -> None:
         if batch:
-            requests = batch.requests(compress)
+            requests = batch.requests(compress, self._arrow)
             batch.advance(self._iters)
             for request in requests:
                 self._deliver(request, wait=False)
@@ -355,10 +354,9 @@ class Sender:
             self.problems("bad-image", f"image {metric}/{variant} could not be read ({exc!r}); dropped")
             return
         key = key or f"{metric}/{variant}/{step}"
-        path = f"/jp/v1/jobs/{quote(self.cfg.job)}/files/{quote(file_name(metric, variant, step, key, ext))}"
-        upload = Request("PUT", path, data, _MIME.get(ext, "application/octet-stream"), kind="file")
+        upload = image_upload(f"/jp/v1/jobs/{quote(self.cfg.job)}", metric, variant, step, key, data, ext)
         answer_url = self._deliver(upload)
-        url = answer_url if isinstance(answer_url, str) else path
+        url = answer_url if isinstance(answer_url, str) else upload.path
         event = {"kind": "image", "metric": metric, "variant": variant, "iter": step, "key": key}
         event.update(url=url, ts=ts_ns // 1_000_000)
         batch.add_event(event)

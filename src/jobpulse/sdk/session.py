@@ -38,7 +38,9 @@ def init(
     ``spool_dir`` (``JOBPULSE_SPOOL_DIR`` or ``~/.cache/jobpulse/spool``), ``spool_max_bytes``
     (1 GiB per worker), ``replay_spool`` (True: send what dead processes left in the spool),
     ``handle_sigterm`` (True: SIGTERM ends the run as "stopped"), ``backoff_cap`` (30 s: the
-    longest pause between two tries while the server is unreachable).
+    longest pause between two tries while the server is unreachable), ``send_arrow`` (True:
+    scalars travel as Arrow streams where pyarrow is installed, the cheapest form to encode and to
+    store; False, or no pyarrow: columnar JSON).
 
     A run that is still active is finished first.
     """

@@ -4,7 +4,8 @@ The caller side of the SDK only appends tuples to a deque; everything else is do
 here, in the sender thread: numbers are converted and checked, ``run.log`` keys are
 split into metric and variant, scalars and log lines are grouped into the columnar
 form of docs/ingest.md (one series per metric/variant, one per log level), and the
-body is encoded with orjson and compressed with zstd.
+body is encoded with orjson and compressed with zstd; where pyarrow can be imported,
+scalars go as an Arrow stream instead (``jobpulse.sdk.arrow``).
 
 Queued records (the first item is the tag):
 
@@ -35,8 +36,13 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
+from urllib.parse import urlencode
 
 import orjson
+
+from jobpulse.sdk.arrow import CONTENT_TYPE as ARROW_TYPE
+from jobpulse.sdk.arrow import ArrowScalars
+from jobpulse.sdk.arrow import load as load_arrow
 
 LOG_DICT, SCALAR, VECTOR, PLOT, IMAGE, LINE, REQUEST, MARK = range(8)
 
@@ -284,26 +290,25 @@ class Batch:
 
     # -- encoding -------------------------------------------------------------------------
 
-    def requests(self, compress: Callable[[bytes], bytes] | None) -> list[Request]:
-        """The requests carrying this batch: columnar for scalars and lines, JSON lines for the rest."""
+    def requests(self, compress: Callable[[bytes], bytes] | None, arrow: ArrowScalars | None = None) -> list[Request]:
+        """The requests carrying this batch: scalars as an Arrow stream where ``arrow`` is given, else with the
+        lines in the columnar form; JSON lines for the rest."""
         if self._blocks:
             self._columns()
         out: list[Request] = []
         series: list[dict] = []
-        for (metric, variant), (iters, tss, values) in self.scalars.items():
-            series.append(
-                {
-                    "kind": "scalar",
-                    "metric": metric,
-                    "variant": variant,
-                    "iter": iters,
-                    "ts": tss,
-                    "value": values,
-                }
-            )
+        head = {"project": self.project, "job": self.job, "worker": self.worker}
+        body = self._arrow_body(arrow) if arrow is not None and self.scalars else None
+        if body is not None:
+            path = f"/jp/v1/ingest?{urlencode({**head, 'kind': 'scalar'})}"
+            out.append(Request("POST", path, body, ARROW_TYPE, "", self._scalar_points(), "ingest"))
+        else:
+            for (metric, variant), (iters, tss, values) in self.scalars.items():
+                series.append(
+                    {"kind": "scalar", "metric": metric, "variant": variant, "iter": iters, "ts": tss, "value": values}
+                )
         for level, (seqs, tss, msgs) in self.lines.items():
             series.append({"kind": "log", "level": level, "seq": seqs, "ts": tss, "msg": msgs})
-        head = {"project": self.project, "job": self.job, "worker": self.worker}
         if series:
             count = sum(len(s["ts"]) for s in series)
             body = orjson.dumps({**head, "series": series}, option=_JSON_OPTS)
@@ -316,6 +321,16 @@ class Batch:
             body = b"\n".join(lines) + b"\n"
             out.append(self._request(body, "application/x-ndjson", len(self.others), compress))
         return out
+
+    def _arrow_body(self, arrow: ArrowScalars) -> bytes | None:
+        try:
+            return arrow.body(self.scalars)
+        except Exception as exc:  # pyarrow failing here: the columnar form carries the points instead
+            self.problem("arrow-error", f"scalars could not be encoded as Arrow ({exc!r}); sending JSON")
+            return None
+
+    def _scalar_points(self) -> int:
+        return sum(len(iters) for iters, _, _ in self.scalars.values())
 
     def advance(self, frontier: dict[tuple[str, str], int]) -> None:
         """Raise ``frontier`` to the highest iteration of each series of this (encoded) batch."""
@@ -343,6 +358,12 @@ def split_request(request: Request) -> list[Request] | None:
     """
     if request.kind != "ingest" or request.events < 2 or request.encoding not in ("", "zstd"):
         return None
+    if request.content_type == ARROW_TYPE:
+        encoder = load_arrow()
+        halves = encoder.split(request.body) if encoder is not None and not request.encoding else None
+        if halves is None:
+            return None
+        return [replace(request, body=data, events=count, meta=dict(request.meta)) for data, count in halves]
     body = request.body
     try:
         if request.encoding == "zstd":
