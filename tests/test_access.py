@@ -9,6 +9,7 @@ from starlette.testclient import TestClient
 
 from helpers import post_columns, scalar_series
 from jobpulse.server import create_app
+from jobpulse.server.access import SESSION_COOKIE
 from jobpulse.store import Store
 
 
@@ -47,6 +48,36 @@ def test_a_key_seen_before_is_not_looked_up_again(app, store, make_key):
     assert lookups == [token]
     assert as_key(app, "X" + token[1:]).get("/jp/v1/jobs").status_code == 401  # another token is looked up
     assert len(lookups) == 2
+
+
+@pytest.mark.parametrize("sees_every_write", [True, False])
+def test_a_key_is_trusted_for_the_key_cache_time_only_over_a_shared_server(
+    embedded_engine, store, settings, make_key, sees_every_write
+):
+    token = make_key(["proj"], "read")
+    replica = Store(embedded_engine, store.database, sees_every_write=sees_every_write)
+    lookups = []
+    verify = replica.keys.verify
+    replica.keys.verify = lambda presented: lookups.append(presented) or verify(presented)
+    with TestClient(create_app(replica, replace(settings, key_cache_seconds=0))) as reader:
+        for _ in range(3):
+            assert reader.get("/jp/v1/jobs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    # every revocation passes through the embedded engine's process; replicas over a server may miss one
+    assert lookups == ([token] if sees_every_write else [token] * 3)
+
+
+def test_a_ui_session_looks_its_key_up_once_and_fails_at_once_when_it_is_revoked(app, client, store, make_key):
+    token = make_key(["proj"], "read")
+    key_id = token.split("_")[1]
+    browser = TestClient(app, cookies={SESSION_COOKIE: app.state.ctx.access.session_for(key_id)})
+    lookups = []
+    get = store.keys.get
+    store.keys.get = lambda wanted: lookups.append(wanted) or get(wanted)
+    assert [browser.get("/jp/v1/jobs").status_code for _ in range(3)] == [200, 200, 200]
+    assert lookups == [key_id]
+    assert client.delete(f"/jp/v1/keys/{key_id}").status_code == 200
+    answer = browser.get("/jp/v1/jobs")
+    assert answer.status_code == 401 and "revoked" in answer.json()["error"]["message"]
 
 
 def test_a_read_right_after_ingest_needs_no_lookup_of_the_job(client, store):

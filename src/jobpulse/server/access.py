@@ -30,7 +30,9 @@ class Access:
         self._store = store
         self._settings = settings
         self._signer = signer
+        # token -> (key, until when to trust it), and key id -> (key, until when) for UI sessions
         self._cache: dict[str, tuple[ApiKey, float]] = {}
+        self._by_id: dict[str, tuple[ApiKey, float]] = {}
         # job -> (project, whether it has started, until when to trust that), filled by reads and by ingest
         self._jobs: dict[str, tuple[str, bool, float]] = {}
 
@@ -49,8 +51,14 @@ class Access:
             raise Unauthorized("the API key is not valid or has been revoked")
         if len(self._cache) > 10_000:
             self._cache.clear()
-        self._cache[token] = (key, now + self._settings.key_cache_seconds)
+        self._cache[token] = (key, now + self._trusted_for())
         return key
+
+    def _trusted_for(self) -> float:
+        """How long a key or a job looked up is trusted. Where the store sees every write, every revocation and
+        every change of a job passes through this process, which forgets what it changes, so what it looked up
+        stays true; over a shared ClickHouse server another replica may change it: ``key_cache_seconds``."""
+        return math.inf if self._store.changes.sees_every_write else self._settings.key_cache_seconds
 
     def remembered_key(self, request: Request) -> ApiKey | None:
         """The caller's API key if this replica remembers it, without any lookup (None: ask ``native_key``)."""
@@ -61,6 +69,7 @@ class Access:
         """Drop a revoked key from this replica's cache at once."""
         for token in [t for t, (k, _) in self._cache.items() if k.key_id == key_id]:
             del self._cache[token]
+        self._by_id.pop(key_id, None)
 
     def native_key(self, request: Request) -> ApiKey:
         """The caller of a native route: ``Authorization: Bearer``, ``X-API-Key``, or a UI session cookie."""
@@ -121,14 +130,12 @@ class Access:
 
     def remember_job(self, job: str, project: str, *, started: bool) -> None:
         """Note that ``job`` exists in ``project`` (and whether it has left the status 'created'); ingest notes
-        the jobs it writes, so a read that follows needs no lookup. Where the store sees every write, every
-        change of a job passes through this process (which forgets it then) and the note stays; over a shared
-        ClickHouse server it is trusted for ``key_cache_seconds``: a job deleted through another replica may
-        read as empty for that long instead of 404."""
+        the jobs it writes, so a read that follows needs no lookup. The note is trusted as long as a key
+        (``_trusted_for``): over a shared ClickHouse server a job deleted through another replica may read as
+        empty for ``key_cache_seconds`` instead of 404."""
         if len(self._jobs) > 100_000:
             self._jobs.clear()
-        lasts = math.inf if self._store.changes.sees_every_write else self._settings.key_cache_seconds
-        self._jobs[job] = (project, started, time.monotonic() + lasts)
+        self._jobs[job] = (project, started, time.monotonic() + self._trusted_for())
 
     def started_job(self, job: str) -> str | None:
         """The project of ``job`` if this replica remembers it as existing and started, else None."""
@@ -185,9 +192,17 @@ class Access:
             body = self._signer.verify("session", cookie, field="session")
         except Exception as exc:
             raise Unauthorized("the session has expired or is not valid; log in again") from exc
-        key = self._store.keys.get(body["k"])
+        key_id, now = body["k"], time.monotonic()
+        cached = self._by_id.get(key_id)
+        if cached and cached[1] > now:
+            return cached[0]
+        key = self._store.keys.get(key_id)
         if key is None:
+            self._by_id.pop(key_id, None)
             raise Unauthorized("the key of this session has been revoked")
+        if len(self._by_id) > 10_000:
+            self._by_id.clear()
+        self._by_id[key_id] = (key, now + self._trusted_for())
         return key
 
 

@@ -37,9 +37,6 @@ from .params import integer
 from .versions import MAX_VERSION, Registry, fmt
 
 SERVER_VERSION = "1.9.0"  # the ClearML server release whose API (2.23) jobpulse speaks
-_CACHE_LIMIT = 10_000
-
-
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
@@ -56,7 +53,6 @@ class Tokens:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._key = hmac.new(ctx.store.state.secret(), b"clearml-token", hashlib.sha256).digest()
-        self._verified: dict[str, tuple[ApiKey, float]] = {}
 
     def make(self, key: ApiKey, expiration_s: int | None = None) -> str:
         settings = self._ctx.settings
@@ -87,10 +83,8 @@ class Tokens:
         return f"{signed}.{_b64(mac)}"
 
     def check(self, token: str) -> ApiKey:
-        now = time.monotonic()
-        cached = self._verified.get(token)
-        if cached and cached[1] > now:
-            return cached[0]
+        """The key behind ``token``: its signature and expiry are checked here (microseconds), the key itself
+        by ``Access.session_key``, which remembers it until it is revoked."""
         try:
             header, body, mac = token.split(".")
             expected = hmac.new(self._key, f"{header}.{body}".encode(), hashlib.sha256).digest()
@@ -105,9 +99,6 @@ class Tokens:
             key = self._ctx.access.session_key(str(claims.get("jp", "")))
         except Unauthorized as exc:
             raise ClearmlError(INVALID_TOKEN, f"invalid token: {exc.message}") from None
-        if len(self._verified) > _CACHE_LIMIT:
-            self._verified.clear()
-        self._verified[token] = (key, now + self._ctx.settings.key_cache_seconds)
         return key
 
 
