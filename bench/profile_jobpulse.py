@@ -28,42 +28,43 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "peers"))
 
+import jobpulse_client as client  # noqa: E402
 import jobpulse_side as side  # noqa: E402
 from common import log  # noqa: E402
 from run import config_for  # noqa: E402
 
-Step = Callable[[side.Jobpulse, dict[str, Any], Path], Any]
+Step = Callable[[client.Jobpulse, dict[str, Any], Path], Any]
 
 
 def _w1(path: str) -> Step:
-    def run(jp: side.Jobpulse, cfg: dict[str, Any], spool: Path) -> Any:
+    def run(jp: client.Jobpulse, cfg: dict[str, Any], spool: Path) -> Any:
         c = cfg["w1"]
         if path == "sdk":
-            return side.ingest_sdk(jp, "p-sdk", c["metrics"], c["steps"], spool)
+            return client.ingest_sdk(jp, "p-sdk", c["metrics"], c["steps"], spool)
         if path == "jsonl":
-            return side.ingest_jsonl(jp, "p-jsonl", c["metrics"], c["steps"], c["batch_steps"], prepared=True)
-        return side.ingest_columnar(jp, f"p-{path}", c["metrics"], c["steps"], c["batch_steps"])
+            return client.ingest_jsonl(jp, "p-jsonl", c["metrics"], c["steps"], c["batch_steps"], prepared=True)
+        return client.ingest_columnar(jp, f"p-{path}", c["metrics"], c["steps"], c["batch_steps"])
 
     return run
 
 
-def _load_w1(jp: side.Jobpulse, cfg: dict[str, Any], _spool: Path) -> None:
-    side.ingest_columnar(jp, "p-read", 1, cfg["w1"]["steps"], cfg["w1"]["batch_steps"])
+def _load_w1(jp: client.Jobpulse, cfg: dict[str, Any], _spool: Path) -> None:
+    client.ingest_columnar(jp, "p-read", 1, cfg["w1"]["steps"], cfg["w1"]["batch_steps"])
 
 
-def _load_big(jp: side.Jobpulse, cfg: dict[str, Any], _spool: Path) -> None:
-    for body, _n in side.columnar_bodies("p-big", 1, cfg["w2"]["big_points"], cfg["w2"]["big_batch"]):
+def _load_big(jp: client.Jobpulse, cfg: dict[str, Any], _spool: Path) -> None:
+    for body, _n in client.columnar_bodies("p-big", 1, cfg["w2"]["big_points"], cfg["w2"]["big_batch"]):
         jp.ingest(body)
 
 
-def _load_w4(jp: side.Jobpulse, cfg: dict[str, Any], _spool: Path) -> None:
+def _load_w4(jp: client.Jobpulse, cfg: dict[str, Any], _spool: Path) -> None:
     side.w4(jp, {**cfg, "repeats": 1}, side.Result("jobpulse"))
 
 
 _asked = itertools.count()
 
 
-def _w4_query(jp: side.Jobpulse, cfg: dict[str, Any], _spool: Path) -> Any:
+def _w4_query(jp: client.Jobpulse, cfg: dict[str, Any], _spool: Path) -> Any:
     t0, seconds = cfg["sys_t0_ms"], cfg["w4"]["seconds"]
     end = t0 + seconds * 1000 - 1 - next(_asked) % 1000  # a window not asked before: computed, not remembered
     return jp.http.get_json(
@@ -77,8 +78,8 @@ WORKLOADS: dict[str, tuple[Step | None, Step, bool]] = {
     "w1.columnar": (None, _w1("columnar"), False),
     "w1.jsonl": (None, _w1("jsonl"), False),
     "w1.sdk": (None, _w1("sdk"), False),
-    "w2.read_full": (_load_w1, lambda jp, cfg, _s: side.read_full(jp, "p-read", "m0"), True),
-    "w2.chart_big": (_load_big, lambda jp, cfg, _s: side.chart(jp, "p-big", "m0", 1000 + next(_asked) % 999), True),
+    "w2.read_full": (_load_w1, lambda jp, cfg, _s: client.read_full(jp, "p-read", "m0"), True),
+    "w2.chart_big": (_load_big, lambda jp, cfg, _s: client.chart(jp, "p-big", "m0", 1000 + next(_asked) % 999), True),
     "w3": (None, lambda jp, cfg, _s: side.w3(jp, {**cfg, "repeats": 1}, side.Result("jobpulse")), False),
     "w4": (None, lambda jp, cfg, _s: side.w4(jp, {**cfg, "repeats": 1}, side.Result("jobpulse")), False),
     "w4.query": (_load_w4, _w4_query, True),
@@ -132,7 +133,7 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)
     prepare, step, repeat = WORKLOADS[args.workload]
     with running_server(work) as srv:
-        jp = side.Jobpulse(srv.url, srv.api_key)
+        jp = client.Jobpulse(srv.url, srv.api_key)
         if prepare is not None:
             prepare(jp, cfg, work / "spool")
         pid = os.getpid() if args.client else srv.process.pid
