@@ -15,6 +15,8 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+import jobpulse
+
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 
 from common import STEP_MS, T0_MS, Http  # noqa: E402 - the shared helpers live beside the peers
@@ -140,13 +142,10 @@ def ingest_jsonl(jp: Jobpulse, job: str, metrics: int, steps: int, batch_steps: 
     return time.perf_counter() - start
 
 
-def ingest_sdk(jp: Jobpulse, job: str, metrics: int, steps: int, spool: Path) -> float:
-    import jobpulse
-
-    names = [f"m{m}" for m in range(metrics)]
-    cols = [values_array(m, 0, steps).tolist() for m in range(metrics)]
-    start = time.perf_counter()
-    run = jobpulse.init(
+def sdk_run(jp: Jobpulse, job: str, spool: Path) -> jobpulse.Run:
+    """An SDK run of ``job`` against ``jp`` as the workloads start one: no console capture or signal handler,
+    a spool of the benchmark's own that is not replayed, and time enough to deliver everything at the end."""
+    return jobpulse.init(
         PROJECT,
         job,
         "worker-0",
@@ -158,6 +157,14 @@ def ingest_sdk(jp: Jobpulse, job: str, metrics: int, steps: int, spool: Path) ->
         replay_spool=False,
         flush_timeout=600,
     )
+
+
+def ingest_sdk(jp: Jobpulse, job: str, metrics: int, steps: int, spool: Path) -> float:
+
+    names = [f"m{m}" for m in range(metrics)]
+    cols = [values_array(m, 0, steps).tolist() for m in range(metrics)]
+    start = time.perf_counter()
+    run = sdk_run(jp, job, spool)
     log_call = run.log
     for s in range(steps):
         log_call({names[m]: cols[m][s] for m in range(metrics)}, step=s)

@@ -46,6 +46,7 @@ from jobpulse_client import (  # noqa: E402 - beside this file
     ingest_jsonl,
     ingest_sdk,
     read_full,
+    sdk_run,
     values_array,
 )
 
@@ -283,23 +284,11 @@ def w5(jp: Jobpulse, cfg: dict, res: Result) -> None:
 
 
 def w6(jp: Jobpulse, cfg: dict, res: Result, spool: Path) -> None:
-    import jobpulse
 
     c = cfg["w6"]
     for r in range(cfg["repeats"]):
         with res.guard("w6.log_call"):
-            run = jobpulse.init(
-                PROJECT,
-                f"w6-sdk-{r}",
-                "worker-0",
-                url=jp.url,
-                api_key=jp.api_key,
-                capture_console=False,
-                handle_sigterm=False,
-                spool_dir=spool,
-                replay_spool=False,
-                flush_timeout=600,
-            )
+            run = sdk_run(jp, f"w6-sdk-{r}", spool)
             log_call = run.log
             calls, limit = 0, time.perf_counter() + c["time_s"]
             start = time.perf_counter()

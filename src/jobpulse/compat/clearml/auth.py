@@ -37,6 +37,8 @@ from .params import integer
 from .versions import MAX_VERSION, Registry, fmt
 
 SERVER_VERSION = "1.9.0"  # the ClearML server release whose API (2.23) jobpulse speaks
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
