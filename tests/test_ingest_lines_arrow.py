@@ -163,9 +163,26 @@ def test_text_the_reader_takes_for_a_date_is_left():
     assert_left_and_answered_as_before(lines(log(msg="2026-11-22"), log(seq=2, msg="2026-11-23")))
 
 
-def test_a_null_anywhere_leaves_the_body_even_inside_a_message():
-    assert_taken_and_same(lines(log(msg="nothing")))
-    assert_left_and_answered_as_before(lines(log(msg="null pointer")))
+def test_the_word_null_inside_a_text_is_taken_as_text():
+    got = assert_taken_and_same(lines(log(msg="null pointer"), log(seq=2, msg="null")))
+    assert got.tables()["logs"].column("msg").to_pylist() == ["null pointer", "null"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        lines(scalar(variant="v"), scalar(iter=2, variant=None)),  # beside values of the same field
+        lines(scalar(iter=1), scalar(iter=2, worker=None)),
+        lines(log(msg="null"), log(seq=2, msg=None)),
+        lines(scalar(value=[None])),  # inside a list or an object
+        lines(scalar(variant={"a": None})),
+        b"null",
+        lines(scalar()) + b"\nnull",
+    ],
+    ids=["beside-values", "beside-absent", "beside-the-word", "in-a-list", "in-an-object", "a-line", "a-last-line"],
+)
+def test_a_json_null_leaves_the_body(body):
+    assert_left_and_answered_as_before(body)
 
 
 def test_a_line_longer_than_the_readers_block_is_answered_as_the_rules_answer_it():

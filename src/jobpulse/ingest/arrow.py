@@ -57,7 +57,7 @@ def add_events(table: pa.Table, defaults: dict[str, Any], batch: Batch, now_ms: 
         rows.drop(rows.keep, "invalid_kind", "name the events' kind: a 'kind' column or the 'kind' query parameter")
         return
     rows.drop(pc.is_null(kinds), "invalid_kind", "every row needs a 'kind'")
-    present = [kind for kind in _distinct(kinds) if kind is not None]
+    present = [kind for kind in rows.distinct(kinds) if kind is not None]
     for kind in present:
         if kind not in _TABLES:
             rows.drop(pc.equal(kinds, kind), "invalid_kind", "Arrow bodies carry events of kind scalar, system or log")
@@ -86,6 +86,7 @@ class _Rows:
         self.batch = batch
         self.keep = np.ones(table.num_rows, dtype=bool)
         self._repeated: dict[str, pa.Array] = {}
+        self._nulls: pa.Array | None = None
 
     def column(self, name: str) -> pa.Array | None:
         """The column ``name``; None where the body has none, or one of nulls alone (Arrow's null type)."""
@@ -112,6 +113,25 @@ class _Rows:
         if text not in self._repeated:
             self._repeated[text] = pa.repeat(pa.scalar(text, pa.string()), self.table.num_rows)
         return self._repeated[text]
+
+    def no_text(self) -> pa.Array:
+        """A text column of nulls alone: a field neither the body nor the query names."""
+        if self._nulls is None:
+            self._nulls = pa.nulls(self.table.num_rows, pa.string())
+        return self._nulls
+
+    def constant(self, values: pa.Array) -> tuple[str | None] | None:
+        """``(text,)`` where ``values`` is the same for every row because the body has no such column (the
+        query's value, or None where it has none either); None for a column of the body's own. Knowing it
+        saves hashing every row of a column that holds one value."""
+        if values is self._nulls:
+            return (None,)
+        return next(((text,) for text, array in self._repeated.items() if array is values), None)
+
+    def distinct(self, values: pa.Array | None) -> list[Any]:
+        """The distinct values of a column, in the order they first come."""
+        known = None if values is None else self.constant(values)
+        return list(known) if known is not None else _distinct(values)
 
     def numbers(self, name: str, integers: bool) -> pa.Array | None:
         column = self.column(name)
@@ -140,13 +160,12 @@ class _Rows:
         if name not in self.table.column_names and isinstance(default, str) and pattern.match(default):
             return values  # the query's value for every row, and a good one
         if values is None:
-            if optional:
-                return pa.nulls(self.table.num_rows, pa.string())
-            self.drop(np.ones(self.table.num_rows, dtype=bool), reason, f"{detail}; the body names no {name}")
-            return pa.nulls(self.table.num_rows, pa.string())
+            if not optional:
+                self.drop(np.ones(self.table.num_rows, dtype=bool), reason, f"{detail}; the body names no {name}")
+            return self.no_text()
         if not optional:
             self.drop(pc.is_null(values), reason, detail)
-        for value in _distinct(values):
+        for value in self.distinct(values):
             if value is not None and (not pattern.match(value) if value else not optional):
                 self.drop(pc.equal(values, value), reason, f"{detail}, got {value!r}")
         return values
@@ -244,17 +263,23 @@ def _add_kind(
     kept = mine & rows.keep
     if not kept.any():
         return
-    named = pc.fill_null(workers, "")
     default_worker = "" if kind == "scalar" else "worker-0"
-    columns.update(
-        job=jobs,
-        worker=pc.if_else(pc.equal(named, ""), default_worker, named),
-        ts=pa.array(ts, pa.int64()).cast(_MS),
-    )
+    worker = rows.constant(workers)
+    if worker is not None:
+        workers = rows.repeated(worker[0] or default_worker)
+    else:
+        named = pc.fill_null(workers, "")
+        workers = pc.if_else(pc.equal(named, ""), default_worker, named)
+    columns.update(job=jobs, worker=workers, ts=pa.array(ts, pa.int64()).cast(_MS))
     schema = SCHEMAS[_TABLES[kind]]
-    where = pa.array(kept)
-    frame = pa.Table.from_arrays([columns[f.name].filter(where).cast(f.type) for f in schema], schema=schema)
-    _note(rows.batch, kind, frame, projects.filter(where))
+    where = None if kept.all() else pa.array(kept)
+    frame = pa.Table.from_arrays(
+        [(columns[f.name] if where is None else columns[f.name].filter(where)).cast(f.type) for f in schema],
+        schema=schema,
+    )
+    constants = {name: rows.constant(column) for name, column in (("job", jobs), ("worker", workers))}
+    constants["project"] = rows.constant(projects)
+    _note(rows.batch, kind, frame, projects if where is None else projects.filter(where), constants)
 
 
 def _outside(integers: pa.Array, low: int, high: int) -> np.ndarray:
@@ -284,7 +309,7 @@ def _levels(rows: _Rows, mine: np.ndarray) -> pa.Array:
         return rows.repeated("info")
     levels = pc.fill_null(levels, "info")
     spelled = {}
-    for value in _distinct(levels):
+    for value in rows.distinct(levels):
         try:
             spelled[value] = _level(value)
         except _Reject as bad:
@@ -293,11 +318,18 @@ def _levels(rows: _Rows, mine: np.ndarray) -> pa.Array:
     return pc.take(pa.array(list(spelled.values()), pa.string()), pc.index_in(levels, keys))
 
 
-def _note(batch: Batch, kind: str, frame: pa.Table, projects: pa.Array) -> None:
-    """What ``Batch.add`` does for each event, done once for a kind's rows."""
+def _note(
+    batch: Batch,
+    kind: str,
+    frame: pa.Table,
+    projects: pa.Array,
+    constants: dict[str, tuple[str | None] | None],
+) -> None:
+    """What ``Batch.add`` does for each event, done once for a kind's rows; ``constants`` holds
+    ``_Rows.constant`` of the job, project and worker columns."""
     batch.frames.setdefault(_TABLES[kind], []).append(frame)
-    jobs, job_codes = _codes(frame.column("job"))
-    names, project_codes = _codes(projects)
+    jobs, job_codes = _codes(frame.column("job"), constants["job"])
+    names, project_codes = _codes(projects, constants["project"])
     if len(jobs) == 1 and len(names) <= 1:  # the usual body: one job, with one project or none
         if batch.jobs.get(jobs[0]) is None:
             batch.jobs[jobs[0]] = names[0] if names else None
@@ -309,7 +341,7 @@ def _note(batch: Batch, kind: str, frame: pa.Table, projects: pa.Array) -> None:
         if batch.jobs.get(job) is None:
             batch.jobs[job] = names[project_codes[row]] if project_codes[row] >= 0 else None
     if kind != "scalar":
-        workers, worker_codes = _codes(frame.column("worker"))
+        workers, worker_codes = _codes(frame.column("worker"), constants["worker"])
         pairs = np.unique(job_codes * len(workers) + worker_codes)
         batch.workers.update((jobs[p // len(workers)], workers[p % len(workers)]) for p in pairs.tolist())
     ts = frame.column("ts").cast(pa.int64()).to_numpy()
@@ -324,8 +356,12 @@ def _note(batch: Batch, kind: str, frame: pa.Table, projects: pa.Array) -> None:
     batch.accepted += frame.num_rows
 
 
-def _codes(text: pa.Array | pa.ChunkedArray) -> tuple[list[Any], np.ndarray]:
-    """The distinct values of ``text`` and each row's index among them (-1 for a null)."""
+def _codes(text: pa.Array | pa.ChunkedArray, constant: tuple[str | None] | None = None) -> tuple[list[Any], np.ndarray]:
+    """The distinct values of ``text`` and each row's index among them (-1 for a null); ``constant`` is the
+    value of every row where it is known."""
+    if constant is not None:
+        value = constant[0]
+        return ([], np.full(len(text), -1)) if value is None else ([value], np.zeros(len(text), dtype=np.int64))
     encoded = pc.dictionary_encode(text)
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.combine_chunks()

@@ -10,7 +10,10 @@ untouched to the next path. It leaves:
 - a field the reader types otherwise than the rules read it (it infers each field's type from the body: a whole
   float for ``iter`` or ``ts``, a number for ``device``, text that looks like a date), a field no event of these
   kinds has, and anything the reader refuses (a string among the numbers of ``value``, a duplicated key...);
-- the word ``null`` anywhere, since an explicit null means something else per field than a missing one;
+- a JSON ``null``, since an explicit null means something else per field than a missing one (the reader reads both
+  as a null: the body is searched for the word where a column holds a null);
+- a body whose first line does not start with ``{`` (pyarrow 26's reader crashes the process on a body that starts
+  with ``null``);
 - a ``value`` that is not finite (Arrow reads ``NaN`` and ``Infinity`` literals, which are not JSON) or is ``-0``;
 - an empty ``project``, events of more than one kind, and any row the checks reject, so that the per-line path
   answers with its own messages, indices and order.
@@ -48,10 +51,12 @@ def read_lines(data: bytes, defaults: dict[str, Any], max_events: int, now_ms: i
     """The batch of a JSON-lines body whose every line is a good scalar, system or log event of one kind; None for
     any other body (see the module's text)."""
     start, end = len(data) - len(data.lstrip(_BLANK)), len(data.rstrip(_BLANK))
-    if start >= end or _NULL.search(data, start, end) or defaults.get("project") == "":
+    if start >= end or defaults.get("project") == "":
         return None
-    if data.startswith(b"\xef\xbb\xbf", start):
-        return None  # the reader skips a byte order mark, which the rules refuse as JSON
+    if data[start] != _OPEN or data[end - 1] != _CLOSE:
+        # not an object a line; this also leaves a byte order mark, which the reader skips and the rules refuse, and
+        # a body starting with null, on which the reader crashes the process
+        return None
     if not data.isascii():
         try:
             data.decode()  # the reader takes text that is not UTF-8 (an encoded surrogate...) into its strings
@@ -72,9 +77,14 @@ def read_lines(data: bytes, defaults: dict[str, Any], max_events: int, now_ms: i
         return None
     if table.num_rows != lines:
         return None  # two objects on one line
+    # a JSON null is read as a missing field; where no column holds a null, no line holds one (a null inside a
+    # list or an object makes a column of a type no field has): the body is searched only otherwise
+    if any(column.null_count for column in table.columns) and _NULL.search(data, start, end):
+        return None
     table = _typed(table)
     if table is None or not _as_the_rules_read(table):
         return None
+    table, defaults = _one_kind(table, defaults)
     batch = Batch()
     add_events(table, defaults, batch, now_ms)
     return None if batch.errors else batch
@@ -94,7 +104,7 @@ def _typed(table: pa.Table) -> pa.Table | None:
 def _as_the_rules_read(table: pa.Table) -> bool:
     """Whether every value the reader made is the one the per-line rules make of the same text."""
     names = table.column_names
-    if "kind" in names and (table["kind"].null_count or pc.count_distinct(table["kind"]).as_py() > 1):
+    if "kind" in names and (table["kind"].null_count or len(pc.unique(table["kind"])) > 1):
         return False  # several kinds: the per-line path orders tables and jobs by the first event of each
     if "project" in names and pc.any(pc.equal(table["project"], "")).as_py():
         return False
@@ -103,3 +113,10 @@ def _as_the_rules_read(table: pa.Table) -> bool:
         if not np.isfinite(values).all() or (np.signbit(values) & (values == 0)).any():
             return False
     return True
+
+
+def _one_kind(table: pa.Table, defaults: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
+    """The kind every line names, moved from its column to the defaults, where the checks know it is one."""
+    if "kind" not in table.column_names:
+        return table, defaults
+    return table.drop_columns(["kind"]), {**defaults, "kind": table["kind"][0].as_py()}
