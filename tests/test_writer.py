@@ -80,3 +80,28 @@ def test_points_sent_again_after_the_jobs_data_was_deleted_are_stored_anew(store
     assert store.writer.write({"scalars": _points("j", "loss", list(range(10)), [2.0] * 10)}) == {"scalars": 10}
     assert _stored(store, "j", "loss") == {i: 2.0 for i in range(10)}
     assert _bucket(store, "j", "loss") == {"count": 10, "mean": 2.0}
+
+
+def test_series_interleaved_row_by_row_are_told_apart_by_every_name(store: Store) -> None:
+    # more rows than the writer looks at first, and a name of each kind that varies while the others do not
+    names = [("j1", "loss", ""), ("j1", "acc", ""), ("j2", "loss", ""), ("j1", "loss", "val")]
+    steps = 2000
+    rows = [(*name, step, step * 10.0 + k) for step in range(steps) for k, name in enumerate(names)]
+    columns = list(zip(*rows, strict=True))
+    n = len(rows)
+    batch = pa.table(
+        {
+            "job": columns[0],
+            "metric": columns[1],
+            "variant": columns[2],
+            "iter": pa.array(columns[3], pa.int64()),
+            "ts": pa.array([1_700_000_000_000 + s for s in columns[3]], pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+            "value": pa.array(columns[4], pa.float64()),
+            "worker": [""] * n,
+            "model_event": pa.array([0] * n, pa.uint8()),
+        }
+    )
+    assert store.writer.write({"scalars": batch}) == {"scalars": n}
+    for k, (job, metric, variant) in enumerate(names):
+        stored = _stored(store, job, metric, variant=variant)
+        assert stored == {step: step * 10.0 + k for step in range(steps)}, (job, metric, variant)

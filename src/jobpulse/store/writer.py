@@ -31,7 +31,7 @@ from .changes import Changes
 from .engine import Engine
 from .latest import latest_rows
 from .rollup import by_series, rollup_rows
-from .series import run_starts
+from .series import one_value, run_starts
 
 # table -> columns that, with job and ts, identify a row
 _IDENTITY = {"logs": ("worker", "seq"), "system": ("worker", "metric", "device")}
@@ -265,12 +265,30 @@ def _in_key_order(codes: np.ndarray, series: list[Series]) -> tuple[np.ndarray, 
 
 
 def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[Series]]:
-    """A code per row naming its (job, metric, variant), and the series each code names."""
-    runs = _series_runs(table)
-    if runs is not None:
-        return runs
+    """A code per row naming its (job, metric, variant), and the series each code names.
+
+    A name column that holds one value (a batch's job, mostly; its variant, often) is found as such and left
+    out of the codes: JSON lines of 10 metrics, 100,000 points, 7.0 -> 2.4 ms."""
+    names = ("job", "metric", "variant")
+    same = {name: one_value(table.column(name)) for name in names}
+    varying = [name for name in names if same[name] is None]
+    if not varying:
+        return np.zeros(table.num_rows, dtype=np.int64), [(same["job"], same["metric"], same["variant"])]
+    found = _series_runs(table, varying)
+    if found is None:
+        found = _hashed(table, varying)
+    codes, keys = found
+    return codes, [tuple(key[varying.index(n)] if same[n] is None else same[n] for n in names) for key in keys]
+
+
+def _hashed(table: pa.Table, names: list[str]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """A code per row naming its values of the columns ``names``, and the values each code names."""
+    if len(names) == 1:  # the codes of one column's dictionary are already numbered by first row
+        encoded = pc.dictionary_encode(table.column(names[0])).combine_chunks()
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        return codes, [(value,) for value in encoded.dictionary.to_pylist()]
     codes = np.zeros(table.num_rows, dtype=np.int64)
-    for name in ("job", "metric", "variant"):
+    for name in names:
         encoded = pc.dictionary_encode(table.column(name)).combine_chunks()
         size = max(1, len(encoded.dictionary))
         if codes.size and int(codes.max()) >= np.iinfo(np.int64).max // size:
@@ -285,21 +303,24 @@ def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[Series]]:
         first_rows, codes = first_rows[present], number[codes]
     else:
         _, first_rows, codes = np.unique(codes, return_index=True, return_inverse=True)
-    names = [table.column(c).take(pa.array(first_rows)).to_pylist() for c in ("job", "metric", "variant")]
-    return codes.reshape(-1), list(zip(*names, strict=True))
+    values = [table.column(name).take(pa.array(first_rows)).to_pylist() for name in names]
+    return codes.reshape(-1), list(zip(*values, strict=True))
 
 
-def _series_runs(table: pa.Table) -> tuple[np.ndarray, list[Series]] | None:
-    """``_series_of_rows`` for the usual batch, whose rows come in runs of one series (a columnar or Arrow
-    body sends a series at a time): neighbours are compared instead of every row hashed. None when the
-    rows change series too often for that to pay."""
+def _series_runs(table: pa.Table, names: list[str]) -> tuple[np.ndarray, list[tuple[str, ...]]] | None:
+    """``_hashed`` for the usual batch, whose rows come in runs of one series (a columnar or Arrow body sends a
+    series at a time): neighbours are compared instead of every row hashed. None when the rows change series
+    too often for that to pay."""
     n = table.num_rows
-    columns = [table.column(name) for name in ("job", "metric", "variant")]
+    columns = [table.column(name) for name in names]
+    most = max(64, n // 256)
+    if len(run_starts([column.slice(0, 4096) for column in columns])) > most:
+        return None  # its first rows change series too often already (JSON lines, step by step)
     starts = run_starts(columns)
-    if len(starts) > max(64, n // 256):
+    if len(starts) > most:
         return None
     at = pa.array(starts)
-    names = list(zip(*(column.take(at).to_pylist() for column in columns), strict=True))
-    index: dict[Series, int] = {}
-    run_codes = np.fromiter((index.setdefault(name, len(index)) for name in names), dtype=np.int64, count=len(names))
+    keys = list(zip(*(column.take(at).to_pylist() for column in columns), strict=True))
+    index: dict[tuple[str, ...], int] = {}
+    run_codes = np.fromiter((index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(keys))
     return np.repeat(run_codes, np.diff(np.append(starts, n))), list(index)
