@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import pickle
+import struct
+import subprocess
+import sys
 from typing import Any
 
 import pyarrow as pa
@@ -178,6 +182,59 @@ def test_a_body_that_is_no_arrow_stream_is_refused(client):
     answer = post_arrow(client, b"{\"kind\": \"scalar\"}")
     assert answer.status_code == 400
     assert "Arrow IPC stream" in answer.json()["error"]["message"]
+
+
+def _with_int32s_replaced(body: bytes, found: tuple[int, ...], put: tuple[int, ...]) -> bytes:
+    """``body`` with the one run of little-endian int32 ``found`` in it overwritten by ``put``."""
+    old, new = struct.pack(f"<{len(found)}i", *found), struct.pack(f"<{len(put)}i", *put)
+    assert body.count(old) == 1
+    return body.replace(old, new)
+
+
+def crafted_streams() -> dict[str, bytes]:
+    """Streams whose structure is sound but whose values point outside their buffers."""
+    base = {"kind": ["scalar"] * 4, "iter": pa.array(range(4), pa.int64()), "value": [1.0] * 4}
+    offsets = stream({**base, "metric": ["m"] * 4})  # the metric's offsets are 0, 1, 2, 3, 4
+    dictionary = stream({**base, "metric": pa.DictionaryArray.from_arrays(pa.array([4, 3, 2, 1], pa.int32()),
+                                                                          ["a", "b", "c", "d", "e"])})  # fmt: skip
+    assert offsets.count(b"metric") == 1
+    return {
+        "offset": _with_int32s_replaced(offsets, (0, 1, 2, 3, 4), (0, 1 << 30, 2, 3, 4)),
+        "dictionary-index": _with_int32s_replaced(dictionary, (4, 3, 2, 1), (1 << 20, 3, 2, 1)),
+        "name": offsets.replace(b"metric", b"metr\xceX"),  # a column name that is not UTF-8
+    }
+
+
+def test_a_stream_whose_values_point_outside_its_buffers_or_whose_names_are_not_text_is_refused():
+    # in a process of its own: read unchecked, such a stream crashes the process that reads it
+    script = (
+        "import sys, pickle\n"
+        "from jobpulse.errors import BadRequest\n"
+        "from jobpulse.ingest.parse import parse_body\n"
+        "for name, body in pickle.loads(sys.stdin.buffer.read()).items():\n"
+        "    try:\n"
+        "        parse_body(body, 'application/vnd.apache.arrow.stream', {'project': 'p', 'job': 'j'}, max_events=9)\n"
+        "        print(name, 'taken')\n"
+        "    except BadRequest as exc:\n"
+        "        print(name, exc.field, exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], input=pickle.dumps(crafted_streams()), capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    answers = done.stdout.decode().splitlines()
+    assert [line.split()[:2] for line in answers] == [[name, "body"] for name in ("offset", "dictionary-index", "name")]
+    assert ["not a valid Arrow IPC stream" in line for line in answers] == [True, True, False]
+    assert "column name of the Arrow body is not UTF-8" in answers[2]
+
+
+def test_a_crafted_stream_is_answered_400_and_the_points_before_it_stay(client):
+    assert post_arrow(client, stream({"kind": ["scalar"], "metric": ["m"], "iter": [0], "value": [1.0]})).is_success
+    for body in crafted_streams().values():
+        answer = post_arrow(client, body)
+        assert answer.status_code == 400
+        assert answer.json()["error"]["field"] == "body"
+    assert points(client, "m")["value"] == [1.0]
 
 
 def test_a_resent_body_stores_nothing_twice(client):

@@ -36,6 +36,17 @@ def parse_arrow(data: bytes, defaults: dict[str, Any], batch: Batch, max_events:
         table = pa.ipc.open_stream(data).read_all()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
         raise BadRequest(f"body is not an Arrow IPC stream: {exc}", field="body") from exc
+    try:
+        table.column_names  # noqa: B018 - decoded here, once: a name that is not UTF-8 refuses the body
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"a column name of the Arrow body is not UTF-8: {exc}", field="body") from exc
+    try:
+        # The reader checks a stream's structure, not its values: an offset or a dictionary index that points
+        # outside its buffer would be read as it is by the checks below and crash the process. 0.15 ms for
+        # 100,000 points.
+        table.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        raise BadRequest(f"body is not a valid Arrow IPC stream: {exc}", field="body") from exc
     unknown = [name for name in table.column_names if name not in _KNOWN]
     if unknown:
         fields = ", ".join(_KNOWN)
