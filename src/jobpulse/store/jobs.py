@@ -216,9 +216,13 @@ class Jobs:
             job.started = job.created
         return self.write(job), True
 
-    def ensure(self, jobs: dict[str, str], first_seen_ms: dict[str, int]) -> None:
-        """Create the jobs of ``jobs`` (job -> project) not seen before and start the created ones."""
-        existing = self.get_many(list(jobs))
+    def ensure(
+        self, jobs: dict[str, str], first_seen_ms: dict[str, int], existing: dict[str, Job] | None = None
+    ) -> None:
+        """Create the jobs of ``jobs`` (job -> project) not seen before and start the created ones; ``existing``
+        is ``get_many`` of them where the caller has just read it."""
+        if existing is None:
+            existing = self.get_many(list(jobs))
         for job_id, project in jobs.items():
             found = existing.get(job_id)
             if found is None:
