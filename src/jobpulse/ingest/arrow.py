@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from ..errors import BadRequest, PayloadTooLarge
 from ..store.columns import SCHEMAS
 from ..store.jobs import JOB_ID, PROJECT_ID, WORKER_ID
+from ..store.series import one_value
 from .batch import MAX_EXAMPLES, Batch
 from .rules import ITER_MAX, ITER_MIN, MAX_MSG, MAX_NAME, TS_AHEAD, TS_MIN, _level, _Reject
 
@@ -68,7 +69,7 @@ def add_events(table: pa.Table, defaults: dict[str, Any], batch: Batch, now_ms: 
         rows.drop(rows.keep, "invalid_kind", "name the events' kind: a 'kind' column or the 'kind' query parameter")
         return
     rows.drop(pc.is_null(kinds), "invalid_kind", "every row needs a 'kind'")
-    present = [kind for kind in rows.distinct(kinds) if kind is not None]
+    present = [kind for kind in _distinct(kinds) if kind is not None]
     for kind in present:
         if kind not in _TABLES:
             rows.drop(pc.equal(kinds, kind), "invalid_kind", "Arrow bodies carry events of kind scalar, system or log")
@@ -97,7 +98,6 @@ class _Rows:
         self.batch = batch
         self.keep = np.ones(table.num_rows, dtype=bool)
         self._repeated: dict[str, pa.Array] = {}
-        self._nulls: pa.Array | None = None
 
     def column(self, name: str) -> pa.Array | None:
         """The column ``name``; None where the body has none, or one of nulls alone (Arrow's null type)."""
@@ -124,25 +124,6 @@ class _Rows:
         if text not in self._repeated:
             self._repeated[text] = pa.repeat(pa.scalar(text, pa.string()), self.table.num_rows)
         return self._repeated[text]
-
-    def no_text(self) -> pa.Array:
-        """A text column of nulls alone: a field neither the body nor the query names."""
-        if self._nulls is None:
-            self._nulls = pa.nulls(self.table.num_rows, pa.string())
-        return self._nulls
-
-    def constant(self, values: pa.Array) -> tuple[str | None] | None:
-        """``(text,)`` where ``values`` is the same for every row because the body has no such column (the
-        query's value, or None where it has none either); None for a column of the body's own. Knowing it
-        saves hashing every row of a column that holds one value."""
-        if values is self._nulls:
-            return (None,)
-        return next(((text,) for text, array in self._repeated.items() if array is values), None)
-
-    def distinct(self, values: pa.Array | None) -> list[Any]:
-        """The distinct values of a column, in the order they first come."""
-        known = None if values is None else self.constant(values)
-        return list(known) if known is not None else _distinct(values)
 
     def numbers(self, name: str, integers: bool) -> pa.Array | None:
         column = self.column(name)
@@ -173,10 +154,10 @@ class _Rows:
         if values is None:
             if not optional:
                 self.drop(np.ones(self.table.num_rows, dtype=bool), reason, f"{detail}; the body names no {name}")
-            return self.no_text()
+            return pa.nulls(self.table.num_rows, pa.string())
         if not optional:
             self.drop(pc.is_null(values), reason, detail)
-        for value in self.distinct(values):
+        for value in _distinct(values):
             if value is not None and (not pattern.match(value) if value else not optional):
                 self.drop(pc.equal(values, value), reason, f"{detail}, got {value!r}")
         return values
@@ -275,7 +256,7 @@ def _add_kind(
     if not kept.any():
         return
     default_worker = "" if kind == "scalar" else "worker-0"
-    worker = rows.constant(workers)
+    worker = _one(workers)
     if worker is not None:
         workers = rows.repeated(worker[0] or default_worker)
     else:
@@ -288,8 +269,7 @@ def _add_kind(
         [(columns[f.name] if where is None else columns[f.name].filter(where)).cast(f.type) for f in schema],
         schema=schema,
     )
-    constants = {name: rows.constant(column) for name, column in (("job", jobs), ("worker", workers))}
-    constants["project"] = rows.constant(projects)
+    constants = {name: _one(column) for name, column in (("job", jobs), ("worker", workers), ("project", projects))}
     _note(rows.batch, kind, frame, projects if where is None else projects.filter(where), constants)
 
 
@@ -320,7 +300,7 @@ def _levels(rows: _Rows, mine: np.ndarray) -> pa.Array:
         return rows.repeated("info")
     levels = pc.fill_null(levels, "info")
     spelled = {}
-    for value in rows.distinct(levels):
+    for value in _distinct(levels):
         try:
             spelled[value] = _level(value)
         except _Reject as bad:
@@ -336,8 +316,8 @@ def _note(
     projects: pa.Array,
     constants: dict[str, tuple[str | None] | None],
 ) -> None:
-    """What ``Batch.add`` does for each event, done once for a kind's rows; ``constants`` holds
-    ``_Rows.constant`` of the job, project and worker columns."""
+    """What ``Batch.add`` does for each event, done once for a kind's rows; ``constants`` holds ``_one`` of
+    the job, project and worker columns."""
     batch.frames.setdefault(_TABLES[kind], []).append(frame)
     jobs, job_codes = _codes(frame.column("job"), constants["job"])
     names, project_codes = _codes(projects, constants["project"])
@@ -380,5 +360,18 @@ def _codes(text: pa.Array | pa.ChunkedArray, constant: tuple[str | None] | None 
     return encoded.dictionary.to_pylist(), codes
 
 
+def _one(values: pa.Array) -> tuple[str | None] | None:
+    """``(text,)`` where every row of a text column holds ``text``, ``(None,)`` where every row is null, None
+    otherwise: a query's value repeated, mostly, which need not be hashed row by row."""
+    if len(values) and values.null_count == len(values):
+        return (None,)
+    value = one_value(values)
+    return None if value is None else (value,)
+
+
 def _distinct(values: pa.Array | None) -> list[Any]:
-    return [] if values is None else pc.unique(values).to_pylist()
+    """The distinct values of a column, in the order they first come."""
+    if values is None:
+        return []
+    known = _one(values)
+    return list(known) if known is not None else pc.unique(values).to_pylist()

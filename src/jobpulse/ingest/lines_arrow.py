@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from ..store.series import one_value
 from .arrow import add_events
 from .batch import Batch
 
@@ -84,7 +85,6 @@ def read_lines(data: bytes, defaults: dict[str, Any], max_events: int, now_ms: i
     table = _typed(table)
     if table is None or not _as_the_rules_read(table):
         return None
-    table, defaults = _one_kind(table, defaults)
     batch = Batch()
     add_events(table, defaults, batch, now_ms)
     return None if batch.errors else batch
@@ -104,7 +104,7 @@ def _typed(table: pa.Table) -> pa.Table | None:
 def _as_the_rules_read(table: pa.Table) -> bool:
     """Whether every value the reader made is the one the per-line rules make of the same text."""
     names = table.column_names
-    if "kind" in names and (table["kind"].null_count or len(pc.unique(table["kind"])) > 1):
+    if "kind" in names and one_value(table["kind"]) is None:
         return False  # several kinds: the per-line path orders tables and jobs by the first event of each
     if "project" in names and pc.any(pc.equal(table["project"], "")).as_py():
         return False
@@ -113,10 +113,3 @@ def _as_the_rules_read(table: pa.Table) -> bool:
         if not np.isfinite(values).all() or (np.signbit(values) & (values == 0)).any():
             return False
     return True
-
-
-def _one_kind(table: pa.Table, defaults: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
-    """The kind every line names, moved from its column to the defaults, where the checks know it is one."""
-    if "kind" not in table.column_names:
-        return table, defaults
-    return table.drop_columns(["kind"]), {**defaults, "kind": table["kind"][0].as_py()}
