@@ -19,6 +19,18 @@ def test_create_is_idempotent(client):
     assert again.json()["job"]["name"] == "first"
 
 
+def test_registering_an_existing_job_adds_its_config_keys_tags_and_name(client):
+    client.post("/jp/v1/jobs", json={"project": "proj", "job": "j1", "config": {"a": 1, "b": 1}, "tags": ["x"]})
+    again = client.post(
+        "/jp/v1/jobs",
+        json={"project": "proj", "job": "j1", "name": "nice", "config": {"b": 2, "c": 3}, "tags": ["y", "x"]},
+    )
+    job = again.json()["job"]
+    assert again.status_code == 200 and again.json()["created"] is False
+    assert (job["config"], job["tags"], job["name"]) == ({"a": 1, "b": 2, "c": 3}, ["x", "y"], "nice")
+    assert client.get("/jp/v1/jobs/j1").json()["job"]["config"] == {"a": 1, "b": 2, "c": 3}
+
+
 def test_creating_a_job_id_used_by_another_project_is_409(client):
     make_job(client, "j1", "proj")
     answer = client.post("/jp/v1/jobs", json={"project": "other", "job": "j1"})

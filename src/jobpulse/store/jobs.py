@@ -216,6 +216,25 @@ class Jobs:
             job.started = job.created
         return self.write(job), True
 
+    def register(self, job: Job) -> tuple[Job, bool]:
+        """``create``, and for a job that exists, what this registration adds to it: its config keys (replacing
+        those given again), its tags, and its name where the job still has only its id as name. Every worker of
+        a job registers it, and a wrapper such as ``jobpulse run`` may do so before the training code's
+        ``jobpulse.init`` says the config; whoever comes first, the job ends up with all of it."""
+        found, created = self.create(job)
+        if created:
+            return found, True
+        changed = False
+        config = {**found.config, **job.config}
+        if config != found.config:
+            found.config, changed = config, True
+        tags = found.tags + [t for t in job.tags if t not in found.tags]
+        if tags != found.tags:
+            found.tags, changed = tags, True
+        if job.name and job.name != job.job and found.name == found.job:
+            found.name, changed = job.name, True
+        return (self.write(found) if changed else found), False
+
     def ensure(
         self, jobs: dict[str, str], first_seen_ms: dict[str, int], existing: dict[str, Job] | None = None
     ) -> None:

@@ -92,7 +92,9 @@ def list_jobs(
 
 
 @router.post(
-    "/jp/v1/jobs", summary="Register a job (idempotent: an existing job of the same project is returned)"
+    "/jp/v1/jobs",
+    summary="Register a job (idempotent: an existing job of the same project is returned, with the config keys and "
+    "tags given added)",
 )
 async def create_job(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
@@ -110,7 +112,7 @@ async def create_job(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     fields = _changes(body, _EDITABLE)
     ctx.access.check(key, "write", project=project)
     job = Job(job=job_id, project=project, name=fields.pop("name", job_id), **fields)
-    created_job, created = await run_in_threadpool(ctx.store.jobs.create, job)
+    created_job, created = await run_in_threadpool(ctx.store.jobs.register, job)
     ctx.access.forget_job(job_id)
     return JSON({"job": created_job.to_dict(), "created": created}, status_code=201 if created else 200)
 
