@@ -183,3 +183,29 @@ def test_the_api_is_documented_at_docs(anonymous):
     for path in ("/jp/v1/ingest", "/jp/v1/jobs", "/jp/v1/jobs/{job}/scalars/chart", "/jp/v1/jobs/{job}/logs/follow",
                  "/jp/v1/jobs/{job}/system/series", "/jp/v1/scalars/latest", "/jp/v1/jobs/{job}/usage"):
         assert path in paths, path
+
+
+
+def test_a_registration_and_a_worker_status_at_once_keep_both_changes(store):
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from jobpulse.store.jobs import Job
+
+    def at_once(together: Barrier, change, *args) -> None:  # noqa: ANN001
+        together.wait()
+        change(*args)
+
+    for i in range(12):
+        job_id = f"race-{i}"
+        store.jobs.create(Job(job=job_id, project="proj", name=job_id))
+        together = Barrier(2)
+        with ThreadPoolExecutor(2) as pool:
+            changes = [
+                pool.submit(at_once, together, store.jobs.register, Job(job=job_id, project="proj", config={"lr": 1})),
+                pool.submit(at_once, together, store.jobs.set_worker, job_id, "worker-0", {"status": "running"}),
+            ]
+            for done in changes:
+                done.result()
+        job = store.jobs.get(job_id)
+        assert (job.status, job.config) == ("running", {"lr": 1}), i

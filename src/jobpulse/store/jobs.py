@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -103,12 +106,29 @@ def _job_from_row(row: dict) -> Job:
     return Job(**row)
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _one_at_a_time(method: _Method) -> _Method:
+    """A read-modify-write of jobs or workers, run one at a time in the process: rows are written whole, so two
+    requests changing one job at once (a worker's status starting it, a registration adding its config) would
+    otherwise each write the job as they read it, and the later would undo the other's change."""
+
+    @functools.wraps(method)
+    def serialized(self: Jobs, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return serialized  # type: ignore[return-value]
+
+
 class Jobs:
     def __init__(self, engine: Engine, db: str, changes: Changes) -> None:
         self._engine = engine
         self._db = db
         self._changes = changes
         self._version = 0
+        self._lock = threading.RLock()
 
     def _next_version(self) -> int:
         # Monotonic within the process and ordered by wall time across replicas.
@@ -202,6 +222,7 @@ class Jobs:
         self._insert("jobs", [row])
         return job
 
+    @_one_at_a_time
     def create(self, job: Job) -> tuple[Job, bool]:
         """Register ``job`` unless it exists; answers (the job, whether it was created)."""
         existing = self.get(job.job)
@@ -216,6 +237,7 @@ class Jobs:
             job.started = job.created
         return self.write(job), True
 
+    @_one_at_a_time
     def register(self, job: Job) -> tuple[Job, bool]:
         """``create``, and for a job that exists, what this registration adds to it: its config keys (replacing
         those given again), its tags, and its name where the job still has only its id as name. Every worker of
@@ -235,13 +257,11 @@ class Jobs:
             found.name, changed = job.name, True
         return (self.write(found) if changed else found), False
 
-    def ensure(
-        self, jobs: dict[str, str], first_seen_ms: dict[str, int], existing: dict[str, Job] | None = None
-    ) -> None:
-        """Create the jobs of ``jobs`` (job -> project) not seen before and start the created ones; ``existing``
-        is ``get_many`` of them where the caller has just read it."""
-        if existing is None:
-            existing = self.get_many(list(jobs))
+    @_one_at_a_time
+    def ensure(self, jobs: dict[str, str], first_seen_ms: dict[str, int]) -> None:
+        """Create the jobs of ``jobs`` (job -> project) not seen before and start the created ones. They are read
+        again here, under the lock: a registration may have come between the caller's read and this write."""
+        existing = self.get_many(list(jobs))
         for job_id, project in jobs.items():
             found = existing.get(job_id)
             if found is None:
@@ -261,6 +281,7 @@ class Jobs:
                 found.started = found.started or first_seen_ms.get(job_id) or now_ms()
                 self.write(found)
 
+    @_one_at_a_time
     def update(self, job_id: str, changes: dict[str, Any]) -> Job:
         job = self.require(job_id)
         for name, value in changes.items():
@@ -286,6 +307,7 @@ class Jobs:
             job.ended = now
         job.status = status
 
+    @_one_at_a_time
     def delete(self, job_id: str) -> None:
         """Delete a job and every row of its data."""
         job = self.require(job_id)
@@ -328,6 +350,7 @@ class Jobs:
         ).to_pylist()
         return {row["job"]: int(row["n"]) for row in rows}
 
+    @_one_at_a_time
     def ensure_workers(self, pairs: set[tuple[str, str]], first_seen_ms: dict[str, int]) -> None:
         if not pairs:
             return
@@ -344,6 +367,7 @@ class Jobs:
         if new:
             self._write_workers(new)
 
+    @_one_at_a_time
     def set_worker(self, job_id: str, worker: str, changes: dict[str, Any]) -> Worker:
         job = self.require(job_id)
         current = {w.worker: w for w in self.workers(job_id)}
