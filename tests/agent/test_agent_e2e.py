@@ -132,3 +132,32 @@ def test_a_script_using_the_sdk_under_run_logs_each_line_once(env, api):
     assert [line["msg"] for line in _logs(api, "run-sdk")].count("only once") == 1
     points = api.request("GET", "/jp/v1/jobs/run-sdk/scalars/points?metric=loss")
     assert points["value"] == [0.5]
+
+
+def test_the_config_of_an_sdk_run_under_run_reaches_the_job(env, api):
+    code = (
+        "import jobpulse\n"
+        "run = jobpulse.init(project='e2e', job='run-config', config={'lr': 0.1}, tags=['sweep'])\n"
+        "run.finish()\n"
+    )
+    argv = _jobpulse("run", "--project", "e2e", "--job", "run-config", "--worker", "worker-0", "--no-sample")
+    done = subprocess.run(
+        [*argv, "--", sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    job = api.request("GET", "/jp/v1/jobs/run-config")["job"]
+    assert (job["config"], job["tags"]) == ({"lr": 0.1}, ["sweep"])
+
+
+def test_run_says_where_what_it_could_not_deliver_waits(env, tmp_path):
+    from jobpulse.testing import free_port
+
+    down = f"http://127.0.0.1:{free_port()}"
+    argv = _jobpulse("run", "--url", down, "--job", "run-down", "--no-sample", "--flush-timeout", "0.5")
+    done = subprocess.run(
+        [*argv, "--", sys.executable, "-c", "print('hello')"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout == "hello\n"
+    spool = tmp_path / "cache" / "jobpulse" / "spool" / "run-down"
+    assert f"could not be delivered to {down}" in done.stderr
+    assert f"kept in {spool}" in done.stderr and "`jobpulse sync` sends them" in done.stderr

@@ -75,7 +75,7 @@ def test_finish_spools_what_it_cannot_deliver_and_says_where(offline_run, capfd)
     spool_dir = delivery.spool_dir
     assert sum(sp.read_header(p)["events"] for p in sp.spool_files(spool_dir)) == 201
     err = capfd.readouterr().err
-    assert "201 event(s)" in err and str(spool_dir) in err and "next jobpulse.init" in err
+    assert "201 event(s)" in err and str(spool_dir) in err and "`jobpulse sync` sends them" in err
 
 
 def test_report_calls_after_finish_are_ignored(offline_run, capfd):

@@ -165,12 +165,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
             signal.signal(signum, handler)
         if outlet is not None:
             delivery = outlet.close(args.flush_timeout)
-            if delivery.spooled_events:
-                print(
-                    f"jobpulse agent: {delivery.spooled_events} sample(s) kept in {delivery.spool_dir} "
-                    "for a later replay",
-                    file=sys.stderr,
-                )
+            _report_leftovers(delivery, args.job, outlet.sender.url, args.flush_timeout, "agent")
     return 0
 
 
@@ -221,4 +216,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
+    _report_leftovers(result.delivery, job, outlet.sender.url, args.flush_timeout, "run")
     return result.exit_code
+
+
+def _report_leftovers(delivery: Any, job: str, url: str, wait: float, command: str) -> None:
+    from jobpulse.sdk.sender import leftover_message
+
+    message = leftover_message(delivery, job, url, wait) if delivery is not None else None
+    if message:
+        print(f"jobpulse {command}: {message}", file=sys.stderr, flush=True)

@@ -111,6 +111,7 @@ class RunResult:
     status: str
     lines: int
     signals: list[int] = field(default_factory=list)
+    delivery: Any = None  # what the outlet's close answered (a ``Delivery`` for the real outlet)
 
 
 def _terminal_delivers_sigint() -> bool:
@@ -159,8 +160,8 @@ def run_wrapped(
         print(msg, file=sys.stderr, flush=True)
         on_line(msg)
         outlet.worker_status("failed", code)
-        outlet.close(flush_timeout)
-        return RunResult(code, "failed", counter[0])
+        delivery = outlet.close(flush_timeout)
+        return RunResult(code, "failed", counter[0], delivery=delivery)
 
     received: list[int] = []
 
@@ -224,5 +225,5 @@ def run_wrapped(
     else:
         status = "failed"
     outlet.worker_status(status, exit_code)
-    outlet.close(flush_timeout)
-    return RunResult(exit_code, status, counter[0], received)
+    delivery = outlet.close(flush_timeout)
+    return RunResult(exit_code, status, counter[0], received, delivery)

@@ -30,7 +30,7 @@ from jobpulse.sdk.console import Console
 from jobpulse.sdk.env import Placement, default_job, default_project, detect_placement
 from jobpulse.sdk.media import snapshot
 from jobpulse.sdk.problems import Problems
-from jobpulse.sdk.sender import Delivery, Sender, SenderConfig
+from jobpulse.sdk.sender import Delivery, Sender, SenderConfig, leftover_message
 from jobpulse.sdk.seq import SeqClock
 from jobpulse.sdk.spool import default_root
 from jobpulse.sdk.transport import quote
@@ -305,14 +305,9 @@ class Run:
         self._max_queue = 0  # later report calls are ignored
         wait = self.flush_timeout if timeout is None else timeout
         self.delivery = delivery = self._sender.close(wait)
-        if delivery.spooled_requests:
-            self._problems.say(
-                f"{delivery.spooled_events} event(s) in {delivery.spooled_requests} request(s) of job "
-                f"{self.job} could not be delivered to {self.url} within {wait:g} s"
-                + (f" ({delivery.last_error})" if delivery.last_error else "")
-                + f"; they are kept in {delivery.spool_dir} and will be sent by the next jobpulse.init "
-                "on this machine"
-            )
+        leftover = leftover_message(delivery, self.job, self.url, wait)
+        if leftover:
+            self._problems.say(leftover)
         if delivery.dropped_events:
             self._problems.say(f"{delivery.dropped_events} event(s) were dropped (see the messages above)")
         with contextlib.suppress(Exception):
