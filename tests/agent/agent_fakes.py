@@ -217,7 +217,7 @@ class FakeNvml:
         if h.mig is not None:
             raise self._unsupported()
         util = self._gpu(h)["Utilization"]
-        gpu, mem = _num(util["Gpu"]), _num(util["Memory"])
+        gpu, mem = _num(util.get("GPU", util.get("Gpu", ""))), _num(util["Memory"])  # 580 drivers print "GPU"
         if gpu is None or mem is None:
             raise self._unsupported()
         return pynvml.c_nvmlUtilization_t(gpu=int(gpu), memory=int(mem))
@@ -242,7 +242,10 @@ class FakeNvml:
         self._enter("nvmlDeviceGetPowerUsage")
         if h.mig is not None:
             raise self._unsupported()
-        watts = _num(self._gpu(h)["GPU Power Readings"]["Power Draw"])
+        readings = self._gpu(h)["GPU Power Readings"]
+        # Drivers that print an average and an instantaneous draw return the average here (the 1 s mean NVML
+        # documents for Ampere and later); older ones print one "Power Draw".
+        watts = _num(readings.get("Average Power Draw", readings.get("Power Draw", "")))
         if watts is None:
             raise self._unsupported()
         return int(round(watts * 1000))
@@ -345,6 +348,11 @@ class FakeNvml:
 def h100x8(**kwargs: Any) -> FakeNvml:
     """Eight H100s under a training load, from ``data/nvidia_smi_q_h100x8.txt``."""
     return FakeNvml((DATA / "nvidia_smi_q_h100x8.txt").read_text(), **kwargs)
+
+
+def h100_driver580(**kwargs: Any) -> FakeNvml:
+    """One H100 under a Lightning training load, recorded with driver 580 (``data/nvidia_smi_q_h100_driver580.txt``)."""
+    return FakeNvml((DATA / "nvidia_smi_q_h100_driver580.txt").read_text(), **kwargs)
 
 
 def h100_mig(**kwargs: Any) -> FakeNvml:

@@ -1,6 +1,6 @@
 import pynvml
 import pytest
-from agent_fakes import MIB, h100_mig, h100x8
+from agent_fakes import MIB, h100_driver580, h100_mig, h100x8
 
 from jobpulse.agent.nvidia import GpuDevice, MigDevice, NvidiaCollector, select_devices
 
@@ -28,6 +28,17 @@ def test_eight_gpus_report_the_recorded_values():
     assert values["5"]["gpu_ecc_corrected"] == 2.0
     assert values["5"]["gpu_ecc_uncorrected"] == 0.0
     assert values["7"]["gpu_mem_bytes"] == 61204 * MIB
+
+
+def test_a_recorded_driver_580_report_reads_as_nvidia_smi_printed_it():
+    collector = NvidiaCollector(h100_driver580(), env={})
+    values = _by_device(collector.collect(0.0))["0"]
+    assert (values["gpu_util"], values["gpu_mem_bw_util"]) == (100.0, 76.0)
+    assert values["gpu_mem_bytes"] == 15445 * MIB  # "Used"; the 480 MiB reserve is apart
+    assert values["gpu_mem_total_bytes"] == 81559 * MIB
+    assert values["gpu_power_w"] == pytest.approx(684.02)  # the average draw, not the instantaneous 647.68
+    assert (values["gpu_temp_c"], values["gpu_sm_clock_mhz"]) == (57.0, 1965.0)
+    assert (values["gpu_ecc_corrected"], values["gpu_ecc_uncorrected"]) == (0.0, 0.0)
 
 
 def test_old_driver_without_memory_v2_falls_back_to_v1():
