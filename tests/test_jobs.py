@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import post_columns, scalar_series
+from helpers import T0, CountingEngine, post_columns, scalar_series
 
 
 def make_job(client, job: str, project: str = "proj", **fields) -> dict:
@@ -209,3 +209,26 @@ def test_a_registration_and_a_worker_status_at_once_keep_both_changes(store):
                 done.result()
         job = store.jobs.get(job_id)
         assert (job.status, job.config) == ("running", {"lr": 1}), i
+
+
+def _worker_body(job: str, worker: str) -> dict:
+    series = [{"kind": "system", "worker": worker, "metric": "cpu_util", "ts": [T0], "value": [50.0]}]
+    return {"project": "proj", "job": job, "series": series}
+
+
+def test_a_worker_seen_before_costs_no_query_on_the_next_ingest(client, store):
+    assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
+    counting = CountingEngine(store.engine)
+    store.jobs._engine = counting
+    assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
+    assert counting.queries == 0
+    assert post_columns(client, _worker_body("j1", "worker-1")).status_code == 200
+    assert counting.queries == 1
+    assert [w["worker"] for w in client.get("/jp/v1/jobs/j1/workers").json()["workers"]] == ["worker-0", "worker-1"]
+
+
+def test_a_job_deleted_and_written_again_gets_its_workers_again(client):
+    assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
+    assert client.delete("/jp/v1/jobs/j1").status_code == 200
+    assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
+    assert [w["worker"] for w in client.get("/jp/v1/jobs/j1/workers").json()["workers"]] == ["worker-0"]
