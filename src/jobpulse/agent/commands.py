@@ -221,7 +221,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _report_leftovers(delivery: Any, job: str, url: str, wait: float, command: str) -> None:
-    from jobpulse.sdk.sender import leftover_message
+    from jobpulse.sdk.sync import leftover_message
 
     message = leftover_message(delivery, job, url, wait) if delivery is not None else None
     if message:

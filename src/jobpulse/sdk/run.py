@@ -30,9 +30,10 @@ from jobpulse.sdk.console import Console
 from jobpulse.sdk.env import Placement, default_job, default_project, detect_placement
 from jobpulse.sdk.media import snapshot
 from jobpulse.sdk.problems import Problems
-from jobpulse.sdk.sender import Delivery, Sender, SenderConfig, leftover_message
+from jobpulse.sdk.sender import Delivery, Sender, SenderConfig
 from jobpulse.sdk.seq import SeqClock
 from jobpulse.sdk.spool import default_root
+from jobpulse.sdk.sync import leftover_message
 from jobpulse.sdk.transport import quote
 from jobpulse.sdk.wire import (
     IMAGE,

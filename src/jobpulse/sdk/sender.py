@@ -114,18 +114,6 @@ class Delivery:
     last_error: str
 
 
-def leftover_message(delivery: Delivery, job: str, url: str, wait: float) -> str | None:
-    """What to tell the user of requests a stopped sender left in the spool; None when it left none."""
-    if not delivery.spooled_requests:
-        return None
-    why = f" ({delivery.last_error})" if delivery.last_error else ""
-    return (
-        f"{delivery.spooled_events} event(s) in {delivery.spooled_requests} request(s) of job {job} could not be "
-        f"delivered to {url} within {wait:g} s{why}; they are kept in {delivery.spool_dir}: `jobpulse sync` "
-        "sends them, as does the next run, agent or jobpulse.init on this machine"
-    )
-
-
 class Sender:
     def __init__(self, cfg: SenderConfig, queue: deque, problems: Problems) -> None:
         self.cfg = cfg

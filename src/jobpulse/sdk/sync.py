@@ -19,12 +19,28 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from jobpulse.sdk import spool as sp
 from jobpulse.sdk.transport import DROP, OK, Answer, Transport
 from jobpulse.sdk.wire import Request, split_request
+
+if TYPE_CHECKING:
+    from jobpulse.sdk.sender import Delivery
+
+
+def leftover_message(delivery: Delivery, job: str, url: str, wait: float) -> str | None:
+    """What to tell the user of requests a stopped sender left in the spool; None when it left none."""
+    if not delivery.spooled_requests:
+        return None
+    why = f" ({delivery.last_error})" if delivery.last_error else ""
+    return (
+        f"{delivery.spooled_events} event(s) in {delivery.spooled_requests} request(s) of job {job} could not be "
+        f"delivered to {url} within {wait:g} s{why}; they are kept in {delivery.spool_dir}: `jobpulse sync` "
+        "sends them, as does the next run, agent or jobpulse.init on this machine"
+    )
 
 
 @dataclass
