@@ -74,9 +74,18 @@ def test_a_resend_of_the_newest_values_after_a_replacement_is_dropped(client):
     post_columns(client, scalar_series("j1", "loss", [3.0] * 100))  # replaces every point
     post_columns(client, scalar_series("j1", "loss", [3.0] * 100))  # resends the newest values
     catalog = client.get("/jp/v1/jobs/j1/scalars").json()
-    assert catalog["metrics"][0]["variants"][0]["points"] == 200  # rows written: the resend wrote none
+    assert catalog["metrics"][0]["variants"][0]["points"] == 100  # a replaced point counts once; a resend, never
     chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "buckets": 1}).json()
     assert chart["series"][0]["count"] == [100] and chart["series"][0]["mean"] == [3.0]
+
+
+def test_a_run_resumed_from_a_checkpoint_counts_each_iteration_once(client):
+    post_columns(client, scalar_series("j1", "loss", [1.0] * 1000))
+    post_columns(client, scalar_series("j1", "loss", [0.5] * 500, start=800))  # resumed at 800: 200 logged again
+    variant = client.get("/jp/v1/jobs/j1/scalars").json()["metrics"][0]["variants"][0]
+    assert (variant["points"], variant["first_iter"], variant["last_iter"]) == (1300, 0, 1299)
+    points = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss", "limit": 5000}).json()
+    assert len(points["iter"]) == 1300
 
 
 def test_replacing_more_points_than_one_statement_takes_keeps_buckets_exact(client):

@@ -18,9 +18,17 @@ import pyarrow as pa
 from .rollup import LAST_POINT, by_series_then_x
 
 
-def latest_rows(points: pa.Table, codes: np.ndarray, series: list[tuple[str, str, str]], inserted_us: int) -> pa.Table:
+def latest_rows(
+    points: pa.Table,
+    codes: np.ndarray,
+    series: list[tuple[str, str, str]],
+    inserted_us: int,
+    replacing: np.ndarray | None = None,
+) -> pa.Table:
     """The summary row of each series of ``points`` (columns ``iter``, ``ts``, ``value``; at most one point per
-    series and iteration), whose row ``i`` belongs to ``series[codes[i]]`` (job, metric, variant)."""
+    series and iteration), whose row ``i`` belongs to ``series[codes[i]]`` (job, metric, variant). ``replacing``
+    holds the codes of the points that replace stored ones: a series' count leaves them out, so a re-reported
+    iteration (a run resumed from a checkpoint) counts once."""
     iters = points.column("iter").to_numpy()
     ts_ms = points.column("ts").cast(pa.int64()).to_numpy()
     values = points.column("value").to_numpy()
@@ -32,6 +40,9 @@ def latest_rows(points: pa.Table, codes: np.ndarray, series: list[tuple[str, str
     finite = np.isfinite(values)
     some_finite = np.add.reduceat(finite, starts) > 0
     count = len(starts)
+    points_of = np.diff(np.append(starts, len(codes))).astype(np.uint64)
+    if replacing is not None and len(replacing):
+        points_of -= np.bincount(replacing, minlength=len(series)).astype(np.uint64)[codes[starts]]
     names = [pa.array([series[code][i] for code in codes[starts].tolist()], pa.string()) for i in range(3)]
     last = pa.StructArray.from_arrays(
         [
@@ -53,6 +64,6 @@ def latest_rows(points: pa.Table, codes: np.ndarray, series: list[tuple[str, str
             "last_ts": pa.array(np.maximum.reduceat(ts_ms, starts)).cast(pa.timestamp("ms")),
             "min_value": pa.array(np.minimum.reduceat(np.where(finite, values, np.inf), starts), mask=~some_finite),
             "max_value": pa.array(np.maximum.reduceat(np.where(finite, values, -np.inf), starts), mask=~some_finite),
-            "points": pa.array(np.diff(np.append(starts, len(codes))).astype(np.uint64)),
+            "points": pa.array(points_of),
         }
     )

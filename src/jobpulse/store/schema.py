@@ -23,7 +23,7 @@ _STEP2_LEVELS = {0: (6, 10, 14, 18), 1: (12, 16, 20, 24)}
 LATEST_SELECT = """SELECT job, metric, variant, max((iter, inserted, value)) AS last,
     min(iter) AS first_iter, max(iter) AS last_iter, min(ts) AS first_ts, max(ts) AS last_ts,
     minIfOrNull(value, isFinite(value)) AS min_value, maxIfOrNull(value, isFinite(value)) AS max_value,
-    count() AS points
+    uniqExact(iter) AS points
 FROM {source} GROUP BY job, metric, variant"""
 
 

@@ -11,8 +11,8 @@ takes the old value back out of the rollup's sums and counts in the same insert.
 and max may still remember a replaced value: they are an envelope, not a sum.) A batch whose
 points fail to insert is taken back out of the rollup; the summary, whose columns are maxima,
 minima and a count, cannot take it back: it shows the batch's last point until the batch is
-resent (or a later one passes it), and counts the points sent, a replacement or a resend after a
-failure too. Events replace by key and need no care.
+resent (or a later one passes it). It counts the new points of each batch: a replacement is not
+counted again, a resend after a failed insert is. Events replace by key and need no care.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ class Writer:
         inserted = self._inserted_now()
         self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted), _AS_GIVEN)
         try:
-            summary = latest_rows(table, new.codes, new.series, inserted)
+            summary = latest_rows(table, new.codes, new.series, inserted, new.replaced_codes)
             self._engine.insert(f"{self._db}.scalars_latest", summary, _AS_GIVEN)
             self._catalogue.extend(summary)  # as the summary now reads, whether the points follow or not
             self._engine.insert(
