@@ -67,6 +67,8 @@ def test_the_lightning_job_has_its_hyperparameters_loss_and_log(api):
     loss = api.request("GET", "/jp/v1/jobs/h100-lightning/scalars/points?metric=train&variant=loss&limit=10000")
     # two runs logged every 10th step (2,471 and 1,649 steps): a step logged by both is stored once
     assert len(loss["iter"]) == 249 and loss["iter"][:2] == [9, 19] and loss["iter"][-1] == 2470
+    metrics = api.request("GET", "/jp/v1/jobs/h100-lightning/scalars")["metrics"]
+    assert [m["variants"][0]["points"] for m in metrics if m["metric"] == "train"] == [249]  # its card's count
     lines = api.request("GET", "/jp/v1/jobs/h100-lightning/logs?start=head&limit=1000")["lines"]
     assert any(line["msg"].startswith("trained 2471 steps") for line in lines)
 
