@@ -116,6 +116,15 @@ def test_agent_samples_read_back(env, api):
     assert min(mem["t"]) >= int(started) * 1000 - 1000
 
 
+def _python_under_run(env, job: str, code: str) -> None:
+    """``jobpulse run`` of a Python script, as worker-0 of ``job`` in project e2e; it must succeed."""
+    argv = _jobpulse("run", "--project", "e2e", "--job", job, "--worker", "worker-0", "--no-sample")
+    done = subprocess.run(
+        [*argv, "--", sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_script_using_the_sdk_under_run_logs_each_line_once(env, api):
     code = (
         "import jobpulse\n"
@@ -124,11 +133,7 @@ def test_a_script_using_the_sdk_under_run_logs_each_line_once(env, api):
         "run.log({'loss': 0.5}, step=1)\n"
         "run.finish()\n"
     )
-    argv = _jobpulse("run", "--project", "e2e", "--job", "run-sdk", "--worker", "worker-0", "--no-sample")
-    done = subprocess.run(
-        [*argv, "--", sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
+    _python_under_run(env, "run-sdk", code)
     assert [line["msg"] for line in _logs(api, "run-sdk")].count("only once") == 1
     points = api.request("GET", "/jp/v1/jobs/run-sdk/scalars/points?metric=loss")
     assert points["value"] == [0.5]
@@ -140,11 +145,7 @@ def test_the_config_of_an_sdk_run_under_run_reaches_the_job(env, api):
         "run = jobpulse.init(project='e2e', job='run-config', config={'lr': 0.1}, tags=['sweep'])\n"
         "run.finish()\n"
     )
-    argv = _jobpulse("run", "--project", "e2e", "--job", "run-config", "--worker", "worker-0", "--no-sample")
-    done = subprocess.run(
-        [*argv, "--", sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
+    _python_under_run(env, "run-config", code)
     job = api.request("GET", "/jp/v1/jobs/run-config")["job"]
     assert (job["config"], job["tags"]) == ({"lr": 0.1}, ["sweep"])
 
