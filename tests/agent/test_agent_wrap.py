@@ -119,3 +119,25 @@ def test_the_command_process_tree_is_sampled():
     assert {"cpu_cores", "mem_bytes", "agent_cpu_seconds"} <= metrics
     busiest = max(s.value for _, samples in outlet.samples for s in samples if s.metric == "cpu_cores")
     assert busiest > 0.2
+
+
+
+def test_the_agents_own_cpu_never_counts_the_commands():
+    from jobpulse.agent.selfstats import SelfCollector
+
+    class SlowSelf(SelfCollector):
+        """Its second sample is read 2 s into the tick: the command (1 s) ends during it."""
+
+        calls = 0
+
+        def collect(self, now):
+            self.calls += 1
+            if self.calls == 2:
+                time.sleep(2.0)
+            return super().collect(now)
+
+    outlet = _outlet()
+    burn = "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end: pass"
+    run_wrapped(_py(burn), outlet, echo=False, interval=0.05, collectors_factory=lambda pid: [SlowSelf()])
+    spent = [s.value for _, samples in outlet.samples for s in samples if s.metric == "agent_cpu_seconds"]
+    assert len(spent) == 2 and spent[1] - spent[0] < 0.5  # the command alone burned 1 s

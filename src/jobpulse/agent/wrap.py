@@ -122,6 +122,17 @@ def _terminal_delivers_sigint() -> bool:
         return False
 
 
+def _wait_for_exit(child: subprocess.Popen) -> None:
+    """Wait until ``child`` has exited, leaving it to be reaped. A reaped child's CPU time joins this process's
+    (``cutime`` in ``/proc/self/stat``, which the agent reports as its own cost); the sampler is stopped first,
+    so no sample can count the whole command's CPU as the agent's."""
+    if hasattr(os, "waitid") and hasattr(os, "WNOWAIT"):
+        with contextlib.suppress(ChildProcessError):  # already reaped (a signal handler polled it)
+            os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+        return
+    child.wait()
+
+
 def run_wrapped(
     argv: Sequence[str],
     outlet: LineOutlet,
@@ -203,13 +214,14 @@ def run_wrapped(
     try:
         while True:
             try:
-                rc = child.wait()
+                _wait_for_exit(child)
                 break
             except KeyboardInterrupt:  # a handler that was not ours; keep waiting for the child
                 continue
     finally:
         if sampler is not None:
             sampler.stop()
+        rc = child.wait()  # reaped only now: see _wait_for_exit
         deadline = time.monotonic() + drain_timeout
         for pump in pumps:
             # A background process of the command may hold the pipes open: do not wait forever.
