@@ -88,3 +88,19 @@ def test_run_without_a_command_is_an_error(capsys):
     args = _parser().parse_args(["run", "--job", "J"])
     assert args.func(args) == 2
     assert "no command" in capsys.readouterr().err
+
+
+def test_the_agents_outlet_does_not_load_pyarrow(tmp_path):
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from jobpulse.agent.outlet import Outlet\n"
+        f"outlet = Outlet('http://127.0.0.1:9', 'k', 'p', 'j', 'w', spool_root=Path({str(tmp_path)!r}))\n"
+        "outlet.system(0, [])\n"
+        "time.sleep(0.3)\n"
+        "outlet.close(0.1)\n"
+        "print('pyarrow' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"  # installed here (the server's dependency), not needed by the agent

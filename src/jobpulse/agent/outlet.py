@@ -58,6 +58,9 @@ class Outlet:
             worker=worker,
             spool_root=spool_root or sdk_spool.default_root(),
             flush_interval=flush_interval,
+            # The agent sends system samples and log lines, never scalars: no pyarrow to load (40 MB of a
+            # process that runs beside every job).
+            arrow=False,
         )
         self.sender = Sender(cfg, self.queue, self.problems)
         self._compress = zstandard.ZstdCompressor(level=3).compress
