@@ -153,3 +153,34 @@ def test_demo_job_loads_through_the_public_api(server):
     assert api(server, "GET", "/jp/v1/jobs/demo-e2e/events/plot").json()["events"][0]["metric"] == "confusion"
     image = api(server, "GET", "/jp/v1/jobs/demo-e2e/events/image").json()["events"][0]
     assert api(server, "GET", image["url"]).content.startswith(b"\x89PNG")
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (an exited one its new parent has not reaped yet is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the tie to the starter is Linux's prctl")
+def test_a_test_server_stops_when_the_process_that_started_it_dies(tmp_path):
+    code = f"""
+import os
+from pathlib import Path
+from jobpulse.testing import ServerProcess
+srv = ServerProcess(data_dir=Path({str(tmp_path / "data")!r}), config_dir=Path({str(tmp_path / "config")!r}))
+srv.data_dir.mkdir()
+srv.config_dir.mkdir()
+srv.start()
+print(srv.process.pid, flush=True)
+os.kill(os.getpid(), 9)  # as a crashing test run dies: no cleanup of any kind
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(pid)
