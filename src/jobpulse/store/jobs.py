@@ -353,11 +353,12 @@ class Jobs:
         ).to_pylist()
         return {row["job"]: int(row["n"]) for row in rows}
 
-    @_one_at_a_time
     def ensure_workers(self, pairs: set[tuple[str, str]], first_seen_ms: dict[str, int]) -> None:
         """Register the (job, worker) ``pairs`` not stored yet as running. Each ingest request names its workers:
         where every write passes through this store, the pairs it has stored or seen are remembered, and a
-        request naming only those costs no query."""
+        request naming only those costs no query. Not under the job lock: requests of new workers arriving
+        together stay together (their points are stored by one insert), and only a worker's very first
+        samples arriving beside its first status change could write it as running over that change."""
         if self._changes.sees_every_write:
             pairs = {(j, w) for j, w in pairs if w not in self._workers_known.get(j, ())}
         if not pairs:
