@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from helpers import T0, CountingEngine, post_columns, scalar_series
 
 
@@ -232,3 +236,22 @@ def test_a_job_deleted_and_written_again_gets_its_workers_again(client):
     assert client.delete("/jp/v1/jobs/j1").status_code == 200
     assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
     assert [w["worker"] for w in client.get("/jp/v1/jobs/j1/workers").json()["workers"]] == ["worker-0"]
+
+
+@pytest.mark.parametrize(("trust_seconds", "lookups"), [(60, 0), (0, 2)])  # 2: the job, then its worker
+def test_over_a_shared_server_a_worker_is_trusted_for_key_cache_seconds(
+    embedded_engine, store, settings, admin_token, trust_seconds, lookups
+):
+    from starlette.testclient import TestClient
+
+    from jobpulse.server import create_app
+    from jobpulse.store import Store
+
+    replica = Store(embedded_engine, store.database, sees_every_write=False)
+    app = create_app(replica, dataclasses.replace(settings, key_cache_seconds=trust_seconds))
+    with TestClient(app, headers={"Authorization": f"Bearer {admin_token}"}) as client:
+        assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
+        counting = CountingEngine(replica.engine)
+        replica.jobs._engine = counting
+        assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
+        assert counting.queries == lookups

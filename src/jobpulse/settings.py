@@ -58,9 +58,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "key_cache_seconds",
         5,
-        "over a ClickHouse server, seconds a verified API key or a job's project is trusted before it is looked up "
-        "again: a key revoked or a job deleted on another replica is noticed within this time (the embedded store "
-        "trusts them until they change through this server)",
+        "over a ClickHouse server, seconds a verified API key, a job's project or a job's worker is trusted before "
+        "it is looked up again: a key revoked or a job deleted on another replica is noticed within this time (the "
+        "embedded store trusts them until they change through this server)",
         int,
     ),
     Setting("session_hours", 24 * 7, "lifetime of a web UI session cookie, in hours", int),

@@ -35,6 +35,8 @@ class Access:
         self._by_id: dict[str, tuple[ApiKey, float]] = {}
         # job -> (project, whether it has started, until when to trust that), filled by reads and by ingest
         self._jobs: dict[str, tuple[str, bool, float]] = {}
+        # job -> worker -> until when to trust that it is stored, filled by ingest
+        self._workers: dict[str, dict[str, float]] = {}
 
     # -- who -----------------------------------------------------------------------------------------
 
@@ -147,6 +149,23 @@ class Access:
     def forget_job(self, job: str) -> None:
         """Drop a changed or deleted job from this replica's memory at once."""
         self._jobs.pop(job, None)
+        self._workers.pop(job, None)
+
+    def unknown_workers(self, pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The (job, worker) ``pairs`` this replica does not remember as stored: every ingest request names its
+        workers, and only those it has not seen need a lookup."""
+        now = time.monotonic()
+        return {(job, worker) for job, worker in pairs if self._workers.get(job, {}).get(worker, 0.0) <= now}
+
+    def remember_workers(self, pairs: set[tuple[str, str]]) -> None:
+        """Note that the workers of ``pairs`` are stored, trusted as long as a key (``_trusted_for``): over a
+        shared ClickHouse server, a job deleted and written again through another replica gets its workers
+        registered again within ``key_cache_seconds``."""
+        if len(self._workers) > 100_000:
+            self._workers.clear()
+        until = time.monotonic() + self._trusted_for()
+        for job, worker in pairs:
+            self._workers.setdefault(job, {})[worker] = until
 
     def job(self, key: ApiKey, job: str, role: str = "read") -> Job:
         found = self.check(key, role, job=job)

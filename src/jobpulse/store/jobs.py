@@ -6,7 +6,7 @@ import functools
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
@@ -129,8 +129,6 @@ class Jobs:
         self._changes = changes
         self._version = 0
         self._lock = threading.RLock()
-        # job -> its workers known to be stored, where every write passes through this store (see ensure_workers)
-        self._workers_known: dict[str, set[str]] = {}
 
     def _next_version(self) -> int:
         # Monotonic within the process and ordered by wall time across replicas.
@@ -320,7 +318,6 @@ class Jobs:
                 )
         finally:
             self._changes.note([job_id], deleted=True)
-            self._workers_known.pop(job_id, None)
         row = job.to_dict()
         row.update(
             config="{}",
@@ -354,13 +351,9 @@ class Jobs:
         return {row["job"]: int(row["n"]) for row in rows}
 
     def ensure_workers(self, pairs: set[tuple[str, str]], first_seen_ms: dict[str, int]) -> None:
-        """Register the (job, worker) ``pairs`` not stored yet as running. Each ingest request names its workers:
-        where every write passes through this store, the pairs it has stored or seen are remembered, and a
-        request naming only those costs no query. Not under the job lock: requests of new workers arriving
-        together stay together (their points are stored by one insert), and only a worker's very first
-        samples arriving beside its first status change could write it as running over that change."""
-        if self._changes.sees_every_write:
-            pairs = {(j, w) for j, w in pairs if w not in self._workers_known.get(j, ())}
+        """Register the (job, worker) ``pairs`` not stored yet as running. Not under the job lock: requests of new
+        workers arriving together stay together (their points are stored by one insert), and only a worker's
+        very first samples arriving beside its first status change could write it as running over that change."""
         if not pairs:
             return
         jobs = sorted({job for job, _ in pairs})
@@ -375,15 +368,6 @@ class Jobs:
         ]
         if new:
             self._write_workers(new)
-        self._remember_workers(pairs)
-
-    def _remember_workers(self, pairs: Iterable[tuple[str, str]]) -> None:
-        if not self._changes.sees_every_write:
-            return
-        if len(self._workers_known) > 100_000:  # jobs; a long-lived server forgets, and asks again
-            self._workers_known.clear()
-        for job, worker in pairs:
-            self._workers_known.setdefault(job, set()).add(worker)
 
     @_one_at_a_time
     def set_worker(self, job_id: str, worker: str, changes: dict[str, Any]) -> Worker:
@@ -400,7 +384,6 @@ class Jobs:
         else:
             found.ended = None
         self._write_workers([found])
-        self._remember_workers([(job_id, worker)])
         current[worker] = found
         self._follow_workers(job, list(current.values()))
         return found

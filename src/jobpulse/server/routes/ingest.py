@@ -62,7 +62,9 @@ def resolve_jobs(ctx: Context, key: ApiKey, batch: Batch) -> None:
     fresh = {job: project for job, project in batch.jobs.items() if known[job] is None}
     starting = {job for job, found in stored.items() if found.status == "created"}
     ctx.store.jobs.ensure({j: p for j, p in fresh.items() if j not in stored or j in starting}, batch.first_ts)
-    ctx.store.jobs.ensure_workers({(j, w) for j, w in batch.workers if w}, batch.first_ts)
+    unknown = ctx.access.unknown_workers({(j, w) for j, w in batch.workers if w})
+    ctx.store.jobs.ensure_workers(unknown, batch.first_ts)
+    ctx.access.remember_workers(unknown)
     for job_id, project in fresh.items():
         ctx.access.remember_job(job_id, project, started=True)
 
