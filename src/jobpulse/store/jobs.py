@@ -257,29 +257,31 @@ class Jobs:
             found.name, changed = job.name, True
         return (self.write(found) if changed else found), False
 
-    @_one_at_a_time
     def ensure(self, jobs: dict[str, str], first_seen_ms: dict[str, int]) -> None:
         """Create the jobs of ``jobs`` (job -> project) not seen before and start the created ones. They are read
         again here, under the lock: a registration may have come between the caller's read and this write."""
-        existing = self.get_many(list(jobs))
-        for job_id, project in jobs.items():
-            found = existing.get(job_id)
-            if found is None:
-                start = first_seen_ms.get(job_id) or now_ms()
-                self.write(
-                    Job(
-                        job=job_id,
-                        project=project,
-                        name=job_id,
-                        status="running",
-                        created=now_ms(),
-                        started=start,
+        if not jobs:
+            return  # most ingest requests: their jobs are known, and the lock is not taken
+        with self._lock:
+            existing = self.get_many(list(jobs))
+            for job_id, project in jobs.items():
+                found = existing.get(job_id)
+                if found is None:
+                    start = first_seen_ms.get(job_id) or now_ms()
+                    self.write(
+                        Job(
+                            job=job_id,
+                            project=project,
+                            name=job_id,
+                            status="running",
+                            created=now_ms(),
+                            started=start,
+                        )
                     )
-                )
-            elif found.status == "created":
-                found.status = "running"
-                found.started = found.started or first_seen_ms.get(job_id) or now_ms()
-                self.write(found)
+                elif found.status == "created":
+                    found.status = "running"
+                    found.started = found.started or first_seen_ms.get(job_id) or now_ms()
+                    self.write(found)
 
     @_one_at_a_time
     def update(self, job_id: str, changes: dict[str, Any]) -> Job:
@@ -307,9 +309,9 @@ class Jobs:
             job.ended = now
         job.status = status
 
-    @_one_at_a_time
     def delete(self, job_id: str) -> None:
-        """Delete a job and every row of its data."""
+        """Delete a job and every row of its data. Only the job's own row is written under the lock: deleting the
+        data can take long, and the changes of other jobs (every ingest of a new job) must not wait for it."""
         job = self.require(job_id)
         try:
             for table in DATA_TABLES:
@@ -319,15 +321,10 @@ class Jobs:
         finally:
             self._changes.note([job_id], deleted=True)
         row = job.to_dict()
-        row.update(
-            config="{}",
-            instance_type="{}",
-            locked=0,
-            deleted=1,
-            version=self._next_version(),
-            updated=now_ms(),
-        )
-        self._insert("jobs", [row])
+        row.update(config="{}", instance_type="{}", locked=0, deleted=1)
+        with self._lock:  # its version too, so that a change made meanwhile cannot come after the deletion
+            row.update(version=self._next_version(), updated=now_ms())
+            self._insert("jobs", [row])
 
     # -- workers ----------------------------------------------------------------------------------
 
