@@ -62,7 +62,7 @@ from jobpulse.sdk.arrow import load as load_arrow
 from jobpulse.sdk.media import encode_image, image_upload
 from jobpulse.sdk.problems import Problems
 from jobpulse.sdk.replay import replay_backlog, replay_orphans
-from jobpulse.sdk.transport import DROP, KEEP, OK, RETRY, Answer, Pending, Transport, quote
+from jobpulse.sdk.transport import DROP, KEEP, OK, RETRY, Answer, Pending, Transport, quote, refused_events
 from jobpulse.sdk.wire import (
     IMAGE,
     ITER_MIN,
@@ -486,13 +486,11 @@ class Sender:
             return True
         if request.kind == "file":
             return answer.get("url") or True
-        rejected = answer.get("rejected") or 0
+        rejected, reasons = refused_events(answer)
         if rejected:
             self.dropped_events += rejected
             self.sent_events -= rejected
-            examples = answer.get("examples") or [{}]
-            for reason, count in (answer.get("errors") or {}).items():
-                detail = next((e.get("detail", "") for e in examples if e.get("reason") == reason), "")
+            for reason, count, detail in reasons:
                 self.problems(
                     f"rejected-{reason}", f"the server rejected {count} event(s): {reason} {detail}".strip()
                 )

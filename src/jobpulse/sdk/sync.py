@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from jobpulse.sdk import spool as sp
-from jobpulse.sdk.transport import DROP, OK, Answer, Transport
+from jobpulse.sdk.transport import DROP, OK, Answer, Transport, refused_events
 from jobpulse.sdk.wire import Request, split_request
 
 if TYPE_CHECKING:
@@ -148,9 +148,7 @@ def _rejected(request: Request, body: bytes) -> Counter[str]:
         answer = orjson.loads(body)
     except orjson.JSONDecodeError:
         return Counter()
-    if not isinstance(answer, dict) or not answer.get("rejected"):
-        return Counter()
-    return Counter({str(reason): int(n) for reason, n in (answer.get("errors") or {}).items()})
+    return Counter({reason: count for reason, count, _ in refused_events(answer)[1]})
 
 
 def sync(

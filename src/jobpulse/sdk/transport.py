@@ -12,6 +12,7 @@ import http.client
 import socket
 import urllib.parse
 from dataclasses import dataclass, field
+from typing import Any
 
 from jobpulse.sdk.wire import Request
 
@@ -54,6 +55,19 @@ def classify(status: int, kind: str) -> str:
     if status in (401, 403) or (status == 404 and kind in ("ingest", "file")):
         return KEEP  # a key or scope problem: the data is fine, keep it for a later replay
     return DROP  # a bad request (or a status change of a job that is not there): sending again won't help
+
+
+def refused_events(answer: Any) -> tuple[int, list[tuple[str, int, str]]]:
+    """What the parsed answer to an accepted ingest request says the server still refused: the number of events,
+    and per reason its count and one example's detail."""
+    if not isinstance(answer, dict) or not answer.get("rejected"):
+        return 0, []
+    examples = answer.get("examples") or [{}]
+    reasons = [
+        (str(reason), int(count), next((e.get("detail", "") for e in examples if e.get("reason") == reason), ""))
+        for reason, count in (answer.get("errors") or {}).items()
+    ]
+    return int(answer["rejected"]), reasons
 
 
 def quote(segment: str) -> str:
