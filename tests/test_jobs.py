@@ -215,6 +215,38 @@ def test_a_registration_and_a_worker_status_at_once_keep_both_changes(store):
         assert (job.status, job.config) == ("running", {"lr": 1}), i
 
 
+class _EndsWorkerAfterRead:
+    """The real engine; right after the first read of a job's workers, the worker's end is stored (as by a request
+    handled beside the one that read)."""
+
+    def __init__(self, store, job: str, worker: str) -> None:  # noqa: ANN001
+        self._store, self._engine, self._job, self._worker = store, store.jobs._engine, job, worker
+        self.ended = False
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._engine, name)
+
+    def query(self, sql: str, params=None):  # noqa: ANN001, ANN201
+        answer = self._engine.query(sql, params)
+        if "workers FINAL WHERE job IN" in sql and not self.ended:
+            self.ended = True
+            self._store.jobs.set_worker(self._job, self._worker, {"status": "completed", "exit_code": 0})
+        return answer
+
+
+def test_a_worker_ending_while_its_first_samples_register_it_stays_ended(store):
+    from jobpulse.store.jobs import Job
+
+    store.jobs.create(Job(job="short", project="proj", name="short"))
+    ending = _EndsWorkerAfterRead(store, "short", "worker-0")
+    store.jobs._engine = ending
+    store.jobs.ensure_workers({("short", "worker-0")}, {"short": T0})
+    assert ending.ended
+    [worker] = store.jobs.workers("short")
+    assert (worker.status, worker.exit_code) == ("completed", 0)
+    assert store.jobs.get("short").status == "completed"
+
+
 def _worker_body(job: str, worker: str) -> dict:
     series = [{"kind": "system", "worker": worker, "metric": "cpu_util", "ts": [T0], "value": [50.0]}]
     return {"project": "proj", "job": job, "series": series}

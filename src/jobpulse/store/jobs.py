@@ -128,12 +128,14 @@ class Jobs:
         self._db = db
         self._changes = changes
         self._version = 0
+        self._version_lock = threading.Lock()
         self._lock = threading.RLock()
 
     def _next_version(self) -> int:
-        # Monotonic within the process and ordered by wall time across replicas.
-        self._version = max(self._version + 1, time.time_ns())
-        return self._version
+        # Monotonic within the process (threads never share one) and ordered by wall time across replicas.
+        with self._version_lock:
+            self._version = max(self._version + 1, time.time_ns())
+            return self._version
 
     # -- jobs -------------------------------------------------------------------------------------
 
@@ -348,11 +350,13 @@ class Jobs:
         return {row["job"]: int(row["n"]) for row in rows}
 
     def ensure_workers(self, pairs: set[tuple[str, str]], first_seen_ms: dict[str, int]) -> None:
-        """Register the (job, worker) ``pairs`` not stored yet as running. Not under the job lock: requests of new
-        workers arriving together stay together (their points are stored by one insert), and only a worker's
-        very first samples arriving beside its first status change could write it as running over that change."""
+        """Register the (job, worker) ``pairs`` not stored yet as running. Not under the job lock, so that requests of
+        new workers arriving together stay together (their points are stored by one insert). The rows take a version
+        drawn before the read: a status change stored after that read (a short worker's first samples and its end,
+        arriving together) has a later version and stays the worker's state."""
         if not pairs:
             return
+        version = self._next_version()
         jobs = sorted({job for job, _ in pairs})
         rows = self._engine.query(
             f"SELECT job, worker FROM {self._db}.workers FINAL WHERE job IN {{jobs:Array(String)}} AND deleted = 0",
@@ -364,7 +368,7 @@ class Jobs:
             for j, w in sorted(pairs - known)
         ]
         if new:
-            self._write_workers(new)
+            self._write_workers(new, version)
 
     @_one_at_a_time
     def set_worker(self, job_id: str, worker: str, changes: dict[str, Any]) -> Worker:
@@ -404,13 +408,13 @@ class Jobs:
             self._transition(job, final)
             self.write(job)
 
-    def _write_workers(self, workers: list[Worker]) -> None:
+    def _write_workers(self, workers: list[Worker], version: int | None = None) -> None:
         now = now_ms()
         rows = []
         for w in workers:
             w.updated = now
             row = w.to_dict()
-            row.update(deleted=0, version=self._next_version())
+            row.update(deleted=0, version=version or self._next_version())
             rows.append(row)
         self._insert("workers", rows)
 
