@@ -44,6 +44,16 @@ def test_jobs_round_trip(any_store):
     assert (found.project, found.tags, found.config, found.status) == ("p", ["t"], {"lr": 0.1}, "created")
 
 
+def test_a_job_edited_from_a_stale_read_keeps_the_change_made_since(any_store):
+    any_store.jobs.create(Job(job="j1", project="p", name="n", config={"a": 1}))
+    stale = any_store.jobs.get("j1")
+    any_store.jobs.update("j1", {"config": {"a": 1, "b": 2}})
+    stale.tags = ["t"]
+    any_store.jobs.write(stale)
+    found = any_store.jobs.get("j1")
+    assert (found.config, found.tags) == ({"a": 1, "b": 2}, ["t"])
+
+
 def test_scalars_chart_and_latest(any_store):
     write_scalars(any_store, "j1", [float(i) for i in range(100)])
     chart = any_store.scalars.chart(["j1"], "loss", buckets=4)

@@ -30,6 +30,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("version", pa.uint64()),
         ]
     ),
+    "job_writes": pa.schema([("job", pa.string()), ("version", pa.uint64()), ("state", pa.string())]),
     "workers": pa.schema(
         [
             ("job", pa.string()),

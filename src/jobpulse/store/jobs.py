@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypeVar
 
 import orjson
@@ -15,6 +16,7 @@ import orjson
 from ..errors import BadRequest, Conflict, NotFound
 from .changes import Changes
 from .engine import Engine
+from .job_writes import JobWrites, Versions
 
 STATUSES = ("created", "running", "completed", "failed", "stopped")
 ENDED = frozenset({"completed", "failed", "stopped"})
@@ -72,9 +74,12 @@ class Job:
     error_message: str = ""
     leader: str = ""
     locked: bool = False
+    # The version this job was read at and its state then (None: it did not exist); a write merges what it
+    # changed from that state with what other writers changed meanwhile (see ``Jobs.write``).
+    read_as: tuple[int, dict[str, Any] | None] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "read_as"}
 
 
 @dataclass
@@ -94,16 +99,24 @@ class Worker:
 
 _JOB_COLUMNS = """job, project, name, status, toUnixTimestamp64Milli(created) AS created,
     toUnixTimestamp64Milli(started) AS started, toUnixTimestamp64Milli(ended) AS ended,
-    toUnixTimestamp64Milli(updated) AS updated, tags, config, instance_type, error_message, leader, locked"""
+    toUnixTimestamp64Milli(updated) AS updated, tags, config, instance_type, error_message, leader, locked,
+    deleted, version"""
 _WORKER_COLUMNS = """job, worker, status, host, exit_code, toUnixTimestamp64Milli(started) AS started,
     toUnixTimestamp64Milli(ended) AS ended, toUnixTimestamp64Milli(updated) AS updated"""
 
 
 def _job_from_row(row: dict) -> Job:
+    version, deleted = row.pop("version"), row.pop("deleted")
     row["config"] = orjson.loads(row["config"] or "{}")
     row["instance_type"] = orjson.loads(row["instance_type"] or "{}")
     row["locked"] = bool(row["locked"])
-    return Job(**row)
+    job = Job(**row)
+    job.read_as = (version, {**job.to_dict(), "deleted": deleted})
+    return job
+
+
+def _is_deleted(job: Job) -> bool:
+    return bool(job.read_as and job.read_as[1] and job.read_as[1]["deleted"])
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -127,24 +140,15 @@ class Jobs:
         self._engine = engine
         self._db = db
         self._changes = changes
-        self._version = 0
-        self._version_lock = threading.Lock()
+        self._versions = Versions()
+        self._writes = JobWrites(engine, db, self._versions)
         self._lock = threading.RLock()
-
-    def _next_version(self) -> int:
-        # Monotonic within the process (threads never share one) and ordered by wall time across replicas.
-        with self._version_lock:
-            self._version = max(self._version + 1, time.time_ns())
-            return self._version
 
     # -- jobs -------------------------------------------------------------------------------------
 
     def get(self, job: str) -> Job | None:
-        rows = self._engine.query(
-            f"SELECT {_JOB_COLUMNS} FROM {self._db}.jobs FINAL WHERE job = {{job:String}} AND deleted = 0",
-            {"job": job},
-        ).to_pylist()
-        return _job_from_row(rows[0]) if rows else None
+        found = self._read([job]).get(job)
+        return None if found is None or _is_deleted(found) else found
 
     def require(self, job: str) -> Job:
         found = self.get(job)
@@ -153,13 +157,23 @@ class Jobs:
         return found
 
     def get_many(self, jobs: list[str]) -> dict[str, Job]:
+        return {job_id: job for job_id, job in self._read(jobs).items() if not _is_deleted(job)}
+
+    def _read(self, jobs: list[str]) -> dict[str, Job]:
+        """The newest rows of ``jobs``, deleted ones included (a job written again starts from its deletion)."""
         if not jobs:
             return {}
         rows = self._engine.query(
-            f"SELECT {_JOB_COLUMNS} FROM {self._db}.jobs FINAL WHERE job IN {{jobs:Array(String)}} AND deleted = 0",
+            f"SELECT {_JOB_COLUMNS} FROM {self._db}.jobs FINAL WHERE job IN {{jobs:Array(String)}}",
             {"jobs": list(jobs)},
         ).to_pylist()
         return {row["job"]: _job_from_row(row) for row in rows}
+
+    @staticmethod
+    def _new(job: Job, found: Job | None) -> Job:
+        """``job``, about to be written for the first time (again, where ``found`` is its deletion)."""
+        job.read_as = (found.read_as[0], None) if found is not None and found.read_as else None
+        return job
 
     def list(
         self,
@@ -213,25 +227,32 @@ class Jobs:
         return rows.to_pylist()
 
     def write(self, job: Job) -> Job:
-        """Store ``job`` as its newest version."""
-        job.updated = now_ms()
-        row = job.to_dict()
-        row["config"] = orjson.dumps(job.config).decode()
-        row["instance_type"] = orjson.dumps(job.instance_type).decode()
-        row["locked"] = int(job.locked)
-        row["deleted"] = 0
-        row["version"] = self._next_version()
-        self._insert("jobs", [row])
-        return job
+        """Store ``job`` as its newest version: what it changed since it was read (``Job.read_as``), merged with
+        what others changed meanwhile (``JobWrites``); ``job`` is then the job as stored."""
+        return self._write_many([job])[0]
+
+    def _write_many(self, jobs: list[Job]) -> list[Job]:
+        updated = now_ms()
+        for job in jobs:
+            job.updated = updated
+        stored = self._writes.write([(job.job, job.read_as, {**job.to_dict(), "deleted": 0}) for job in jobs])
+        for job in jobs:
+            version, state = stored[job.job]
+            for name, value in state.items():
+                if name != "deleted":
+                    setattr(job, name, copy.deepcopy(value))
+            job.read_as = (version, state)
+        return jobs
 
     @_one_at_a_time
     def create(self, job: Job) -> tuple[Job, bool]:
         """Register ``job`` unless it exists; answers (the job, whether it was created)."""
-        existing = self.get(job.job)
-        if existing is not None:
-            if existing.project != job.project:
+        found = self._read([job.job]).get(job.job)
+        if found is not None and not _is_deleted(found):
+            if found.project != job.project:
                 raise Conflict(f"job {job.job!r} already exists in another project", field="job")
-            return existing, False
+            return found, False
+        self._new(job, found)
         job.created = job.created or now_ms()
         if job.status not in STATUSES:
             raise BadRequest(f"'status' must be one of {', '.join(STATUSES)}", field="status")
@@ -265,25 +286,21 @@ class Jobs:
         if not jobs:
             return  # most ingest requests: their jobs are known, and the lock is not taken
         with self._lock:
-            existing = self.get_many(list(jobs))
+            existing = self._read(list(jobs))
+            writes = []
             for job_id, project in jobs.items():
                 found = existing.get(job_id)
-                if found is None:
+                if found is None or _is_deleted(found):
                     start = first_seen_ms.get(job_id) or now_ms()
-                    self.write(
-                        Job(
-                            job=job_id,
-                            project=project,
-                            name=job_id,
-                            status="running",
-                            created=now_ms(),
-                            started=start,
-                        )
-                    )
+                    new = Job(job=job_id, project=project, name=job_id, status="running", created=now_ms())
+                    new.started = start
+                    writes.append(self._new(new, found))
                 elif found.status == "created":
                     found.status = "running"
                     found.started = found.started or first_seen_ms.get(job_id) or now_ms()
-                    self.write(found)
+                    writes.append(found)
+            if writes:
+                self._write_many(writes)
 
     @_one_at_a_time
     def update(self, job_id: str, changes: dict[str, Any]) -> Job:
@@ -322,11 +339,10 @@ class Jobs:
                 )
         finally:
             self._changes.note([job_id], deleted=True)
-        row = job.to_dict()
-        row.update(config="{}", instance_type="{}", locked=0, deleted=1)
+        state = {**job.to_dict(), "config": {}, "instance_type": {}, "locked": False, "deleted": 1}
         with self._lock:  # its version too, so that a change made meanwhile cannot come after the deletion
-            row.update(version=self._next_version(), updated=now_ms())
-            self._insert("jobs", [row])
+            state["updated"] = now_ms()
+            self._writes.write([(job_id, job.read_as, state)])
 
     # -- workers ----------------------------------------------------------------------------------
 
@@ -356,7 +372,7 @@ class Jobs:
         arriving together) has a later version and stays the worker's state."""
         if not pairs:
             return
-        version = self._next_version()
+        version = self._versions.next()
         jobs = sorted({job for job, _ in pairs})
         rows = self._engine.query(
             f"SELECT job, worker FROM {self._db}.workers FINAL WHERE job IN {{jobs:Array(String)}} AND deleted = 0",
@@ -373,8 +389,8 @@ class Jobs:
     @_one_at_a_time
     def set_worker(self, job_id: str, worker: str, changes: dict[str, Any]) -> Worker:
         job = self.require(job_id)
-        current = {w.worker: w for w in self.workers(job_id)}
-        found = current.get(worker) or Worker(job=job_id, worker=worker, status="running", started=now_ms())
+        found = next((w for w in self.workers(job_id) if w.worker == worker), None)
+        found = found or Worker(job=job_id, worker=worker, status="running", started=now_ms())
         status = changes.get("status", found.status)
         if status not in STATUSES:
             raise BadRequest(f"'status' must be one of {', '.join(STATUSES)}, got {status!r}", field="status")
@@ -385,8 +401,9 @@ class Jobs:
         else:
             found.ended = None
         self._write_workers([found])
-        current[worker] = found
-        self._follow_workers(job, list(current.values()))
+        # the workers read after this write: of two workers ending at once on two replicas, the later reader
+        # sees both ended and ends the job
+        self._follow_workers(job, self.workers(job_id))
         return found
 
     def _follow_workers(self, job: Job, workers: list[Worker]) -> None:
@@ -414,7 +431,7 @@ class Jobs:
         for w in workers:
             w.updated = now
             row = w.to_dict()
-            row.update(deleted=0, version=version or self._next_version())
+            row.update(deleted=0, version=version or self._versions.next())
             rows.append(row)
         self._insert("workers", rows)
 

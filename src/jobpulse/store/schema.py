@@ -262,6 +262,13 @@ MIGRATIONS: list[list[str]] = [
         # cost 15-20 ms per 100,000 points.
         "DROP VIEW IF EXISTS {db}.scalars_latest_mv",
     ],
+    [
+        # Every state a job was written as, for a day: a writer reads what others wrote since it read the job,
+        # and merges their changes with its own (store/job_merge.py); rows of ``jobs`` are replaced by merges.
+        """CREATE TABLE IF NOT EXISTS {db}.job_writes (
+            job String, version UInt64, state String, written DateTime DEFAULT now()
+        ) ENGINE = MergeTree ORDER BY (job, version) TTL written + INTERVAL 1 DAY""",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
