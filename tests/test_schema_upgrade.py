@@ -138,3 +138,24 @@ def test_step_4_upgraded_rollups_keep_taking_new_samples(
         window = SeriesWindow(later, later, step, workers=("worker-0",), devices=("0",))
         series = upgraded.system.series("job-1", ["gpu_util"], window)
         assert [(s["t"], s["avg"], s["last"], s["count"]) for s in series] == [([later], [42.0], [42.0], [1])]
+
+
+def test_step_8_counts_each_stored_point_of_a_series_once(embedded_engine: EmbeddedEngine, tmp_path, monkeypatch):  # noqa: ANN001
+    database = fresh_database()
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:7])
+        patch.setattr(schema, "SCHEMA_VERSION", 7)
+        old = Store(embedded_engine, database)
+        _load(old, tmp_path)
+        # the summary rows the writer of step 7 added when the same iterations were reported a second time
+        embedded_engine.command(f"INSERT INTO {database}.scalars_latest SELECT * FROM {database}.scalars_latest")
+        assert [v["points"] for v in old.scalars.metrics("job-1")[0]["variants"]] == [10_000, 10_000]
+        latest = old.scalars.latest(["job-1"])
+    upgraded = Store(embedded_engine, database)
+    assert upgraded.previous_version == 7
+    [loss] = upgraded.scalars.metrics("job-1")
+    assert [(v["variant"], v["points"], v["first_iter"], v["last_iter"]) for v in loss["variants"]] == [
+        ("eval", 5000, 0, 4999),
+        ("train", 5000, 0, 4999),
+    ]
+    assert upgraded.scalars.latest(["job-1"]) == [{**row, "points": 5000} for row in latest] and len(latest) == 2

@@ -269,6 +269,16 @@ MIGRATIONS: list[list[str]] = [
             job String, version UInt64, state String, written DateTime DEFAULT now()
         ) ENGINE = MergeTree ORDER BY (job, version) TTL written + INTERVAL 1 DAY""",
     ],
+    [
+        # Series' summaries again from their stored points: until the writer left out the points a batch
+        # replaces, an iteration reported again (a run resumed from a checkpoint) was counted once more.
+        "DROP TABLE IF EXISTS {db}.scalars_latest_v7",
+        "DROP TABLE IF EXISTS {db}.scalars_latest_v8",
+        "CREATE TABLE {db}.scalars_latest_v8 AS {db}.scalars_latest",
+        "INSERT INTO {db}.scalars_latest_v8 " + LATEST_SELECT.format(source="{db}.scalars FINAL"),
+        "RENAME TABLE {db}.scalars_latest TO {db}.scalars_latest_v7, {db}.scalars_latest_v8 TO {db}.scalars_latest",
+        "DROP TABLE {db}.scalars_latest_v7",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
