@@ -16,7 +16,7 @@ import orjson
 from ..errors import BadRequest, Conflict, NotFound
 from .changes import Changes
 from .engine import Engine
-from .job_writes import JobWrites, Versions
+from .job_writes import JobWrites, ReadAs, Versions
 
 STATUSES = ("created", "running", "completed", "failed", "stopped")
 ENDED = frozenset({"completed", "failed", "stopped"})
@@ -74,8 +74,8 @@ class Job:
     error_message: str = ""
     leader: str = ""
     locked: bool = False
-    # The version this job was read at and its state then (None: it did not exist); a write merges what it
-    # changed from that state with what other writers changed meanwhile (see ``Jobs.write``).
+    # The version this job was read at and its row then (None: it did not exist; config as text, parsed only
+    # when written); a write merges what it changed from that row with what others changed meanwhile.
     read_as: tuple[int, dict[str, Any] | None] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,12 +107,25 @@ _WORKER_COLUMNS = """job, worker, status, host, exit_code, toUnixTimestamp64Mill
 
 def _job_from_row(row: dict) -> Job:
     version, deleted = row.pop("version"), row.pop("deleted")
-    row["config"] = orjson.loads(row["config"] or "{}")
-    row["instance_type"] = orjson.loads(row["instance_type"] or "{}")
-    row["locked"] = bool(row["locked"])
-    job = Job(**row)
-    job.read_as = (version, {**job.to_dict(), "deleted": deleted})
+    row.update(config=row["config"] or "{}", instance_type=row["instance_type"] or "{}", locked=bool(row["locked"]))
+    job = Job(**{**row, "config": orjson.loads(row["config"]), "instance_type": orjson.loads(row["instance_type"])})
+    job.read_as = (version, {**row, "tags": list(row["tags"]), "deleted": deleted})
     return job
+
+
+def _as_read(state: dict[str, Any]) -> dict[str, Any]:
+    """A job's state (``Job.to_dict()`` and ``deleted``) in the form ``Job.read_as`` keeps."""
+    dumps = orjson.dumps
+    return {**state, "config": dumps(state["config"]).decode(), "instance_type": dumps(state["instance_type"]).decode()}
+
+
+def _base(read_as: ReadAs | None) -> ReadAs | None:
+    """``Job.read_as`` with its config parsed: the state a write's changes are taken from."""
+    if read_as is None or read_as[1] is None:
+        return read_as
+    version, row = read_as
+    parsed = {"config": orjson.loads(row["config"]), "instance_type": orjson.loads(row["instance_type"])}
+    return version, {**row, **parsed}
 
 
 def _is_deleted(job: Job) -> bool:
@@ -235,13 +248,13 @@ class Jobs:
         updated = now_ms()
         for job in jobs:
             job.updated = updated
-        stored = self._writes.write([(job.job, job.read_as, {**job.to_dict(), "deleted": 0}) for job in jobs])
+        stored = self._writes.write([(job.job, _base(job.read_as), {**job.to_dict(), "deleted": 0}) for job in jobs])
         for job in jobs:
             version, state = stored[job.job]
             for name, value in state.items():
                 if name != "deleted":
-                    setattr(job, name, copy.deepcopy(value))
-            job.read_as = (version, state)
+                    setattr(job, name, value)  # objects of the stored state's own
+            job.read_as = (version, _as_read(state))
         return jobs
 
     @_one_at_a_time
@@ -342,7 +355,7 @@ class Jobs:
         state = {**job.to_dict(), "config": {}, "instance_type": {}, "locked": False, "deleted": 1}
         with self._lock:  # its version too, so that a change made meanwhile cannot come after the deletion
             state["updated"] = now_ms()
-            self._writes.write([(job_id, job.read_as, state)])
+            self._writes.write([(job_id, _base(job.read_as), state)])
 
     # -- workers ----------------------------------------------------------------------------------
 
