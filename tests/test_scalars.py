@@ -116,6 +116,21 @@ def test_time_axis_charts_use_the_rollup_too(client):
     assert zoom["bucket_width"] == 1000 and zoom["series"][0]["count"] == [1] * 10
 
 
+def test_charts_of_several_metrics_read_together_equal_each_metrics_chart(client, store):
+    post_columns(client, scalar_series("j1", "short", [float(i % 7) for i in range(300)]))
+    post_columns(client, scalar_series("j1", "long", [math.sin(i / 50) for i in range(30_000)]))
+    post_columns(client, scalar_series("j1", "long", [-1.0] * 500, variant="eval", start=100))
+    asked = [("long", None, None, None), ("short", ["train"], 10, 250), ("nothing", None, None, None),
+             ("long", ["eval"], None, None)]
+    for axis in ("iter", "time"):  # (over time, the x range of "short" holds no point)
+        together = store.scalars.charts(["j1"], asked, axis=axis, buckets=40)
+        store.scalars._memory = type(store.scalars._memory)(128)  # nothing remembered: each chart read alone
+        alone = [store.scalars.chart(["j1"], m, variants=v, axis=axis, buckets=40, x_min=lo, x_max=hi)
+                 for m, v, lo, hi in asked]
+        assert together == alone
+        assert [len(c["series"]) for c in together] == ([2, 1, 0, 1] if axis == "iter" else [2, 0, 0, 1])
+
+
 def test_chart_over_time_uses_timestamps(client):
     post_columns(client, scalar_series("j1", "loss", [1.0, 2.0, 3.0, 4.0]))
     chart = client.get("/jp/v1/jobs/j1/scalars/chart", params={"metric": "loss", "axis": "time", "buckets": 2}).json()

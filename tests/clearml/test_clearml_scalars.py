@@ -68,6 +68,25 @@ def test_a_task_of_many_small_metrics_is_read_by_one_query_of_points(client, sto
     assert counting.chart_reads == 2  # the 24 whole series together, and the chart of the long one
 
 
+def test_the_charts_of_a_tasks_long_metrics_are_read_by_one_query(client, store, task):
+    for m in range(4):  # charted from their points (2 iterations a bucket)
+        _columns(client, task, f"short-{m}", "v", range(100), [float(m * 1000 + i) for i in range(100)], BASE_TS)
+    for m in range(3):  # charted from the rollup's blocks (at least 400 iterations a bucket)
+        _columns(client, task, f"long-{m}", "v", range(20_000), [m + 0.25] * 20_000, BASE_TS)
+    counting = CountingEngine(store.engine)
+    store.scalars._engine = counting
+    try:
+        data = ok(client, "events.scalar_metrics_iter_histogram", {"task": task, "samples": 50})
+    finally:
+        store.scalars._engine = store.engine
+    assert counting.chart_reads == 1
+    assert list(data) == ["long-0", "long-1", "long-2", "short-0", "short-1", "short-2", "short-3"]
+    assert data["short-2"]["v"]["x"] == list(range(0, 100, 2))
+    assert data["short-2"]["v"]["y"] == [2000.5 + i for i in range(0, 100, 2)]
+    long = data["long-1"]["v"]
+    assert 25 <= len(long["x"]) <= 50 and long["x"][0] == 0 and set(long["y"]) == {1.25}
+
+
 @pytest.mark.parametrize("key", ["timestamp", "iso_time"])
 def test_histogram_over_time(client, task, key):
     add_batch(client, *[scalar(task, "m", "v", i, float(i), ts=BASE_TS + i * 10) for i in range(4)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Literal
 
 import numpy as np
@@ -18,6 +19,8 @@ from .schema import ROLLUP_LEVELS
 from .series import run_starts, split_series
 
 Axis = Literal["iter", "time"]
+_BUCKET_VALUES = ("mean", "min", "max", "last", "count", "x_first", "x_last")
+_PARAMETER = re.compile(r"\{(\w+):")  # a query parameter's name, as in {lo:Int64}
 MAX_BUCKETS = 10_000
 MAX_PAGE = 200_000
 POINT_FIELDS = frozenset({"variant", "iter", "ts", "value"})
@@ -95,23 +98,43 @@ class Scalars:
         read from the rollup's blocks (the range then starts on a block boundary and the width is a
         whole number of blocks), so the cost follows the number of buckets, not the history's length.
         """
+        return self.charts(jobs, [(metric, variants, x_min, x_max)], axis=axis, buckets=buckets)[0]
+
+    def charts(
+        self,
+        jobs: list[str],
+        asked: list[tuple[str, list[str] | None, int | None, int | None]],
+        *,
+        axis: Axis = "iter",
+        buckets: int = 1000,
+    ) -> list[dict[str, Any]]:
+        """``chart`` of each (metric, variants, x_min, x_max) of ``asked``; those not remembered are read together,
+        by one query."""
         if not 1 <= buckets <= MAX_BUCKETS:
             raise BadRequest(f"'buckets' must be between 1 and {MAX_BUCKETS}", field="buckets")
-        series = (tuple(jobs), metric, tuple(variants) if variants is not None else None, axis)
-        key = (*series, buckets, x_min, x_max)
-        version = self._changes.version(jobs)
-        if version is None:  # others write too: the series' own version comes with its extent
-            extent = self._extent(jobs, metric, variants, axis)
-            version = extent
-        else:
-            extent = self._remembered_extent(series, version)
-        if extent is None:
-            return {"metric": metric, "axis": axis, "range": None, "bucket_width": None, "series": []}
-        kept = self._memory.get(key, version)
-        if kept is None:
-            kept = self._chart(jobs, metric, variants, axis, buckets, x_min, x_max, extent[:2])
-            self._memory.put(key, version, kept)
-        return copy_series(kept)
+        answers: list[Any] = []  # a chart, or None until read
+        missing = []
+        for metric, variants, x_min, x_max in asked:
+            series = (tuple(jobs), metric, tuple(variants) if variants is not None else None, axis)
+            key = (*series, buckets, x_min, x_max)
+            version = self._changes.version(jobs)
+            if version is None:  # others write too: the series' own version comes with its extent
+                extent = self._extent(jobs, metric, variants, axis)
+                version = extent
+            else:
+                extent = self._remembered_extent(series, version)
+            if extent is None:
+                answers.append({"metric": metric, "axis": axis, "range": None, "bucket_width": None, "series": []})
+                continue
+            kept = self._memory.get(key, version)
+            if kept is None:
+                plan = self._planned(jobs, metric, variants, axis, buckets, x_min, x_max, extent[:2])
+                missing.append((len(answers), key, version, plan))
+            answers.append(kept)
+        for (at, key, version, _), chart in zip(missing, self._read_charts([m[3] for m in missing]), strict=True):
+            self._memory.put(key, version, chart)
+            answers[at] = chart
+        return [copy_series(answer) for answer in answers]
 
     def _remembered_extent(self, series: tuple, version: tuple) -> tuple[int, ...] | None:
         """The extent of ``series`` (jobs, metric, variants, axis): from the catalogue where it remembers
@@ -128,7 +151,7 @@ class Scalars:
             self._memory.put(key, version, found)
         return found[0]
 
-    def _chart(
+    def _planned(
         self,
         jobs: list[str],
         metric: str,
@@ -138,7 +161,8 @@ class Scalars:
         x_min: int | None,
         x_max: int | None,
         extent: tuple[int, int],
-    ) -> dict[str, Any]:
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """The query of one chart's buckets, its parameters, and the chart's fields other than its series."""
         lo = extent[0] if x_min is None else x_min
         hi = extent[1] if x_max is None else x_max
         if hi < lo:
@@ -167,21 +191,38 @@ class Scalars:
                 where += self._iters_of_time(where, params, lo, hi)
             sql = f"""SELECT job, variant, intDiv({x} - {{lo:Int64}}, {{w:Int64}}) AS b,
                     avgIfOrNull(value, isFinite(value)) AS mean, minIfOrNull(value, isFinite(value)) AS min,
-                    maxIfOrNull(value, isFinite(value)) AS max, argMax(value, {x}) AS last, count() AS count,
+                    maxIfOrNull(value, isFinite(value)) AS max, argMax(value, {x}) AS last, toInt64(count()) AS count,
                     min({x}) AS x_first, max({x}) AS x_last
                 FROM {self._db}.scalars FINAL
                 WHERE {where} AND {x} BETWEEN {{lo:Int64}} AND {{hi:Int64}}
                 GROUP BY job, variant, b ORDER BY job, variant, b"""
-        table = self._engine.query(sql, params)
-        return {
-            "metric": metric,
-            "axis": axis,
-            "range": [lo, hi],
-            "bucket_width": width,
-            "series": split_series(
-                table, ("job", "variant"), "x", lo, width, ("mean", "min", "max", "last", "count", "x_first", "x_last")
-            ),
-        }
+        return sql, params, {"metric": metric, "axis": axis, "range": [lo, hi], "bucket_width": width}
+
+    def _read_charts(self, plans: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
+        """The charts of ``plans`` (``_planned``): several by one query, a ``UNION ALL`` of theirs."""
+        if not plans:
+            return []
+        if len(plans) == 1:
+            sql, params, _ = plans[0]
+            tables = [self._engine.query(sql, params)]
+        else:
+            parts, params = [], {}
+            for i, (sql, own, _) in enumerate(plans):
+                renamed = _PARAMETER.sub(lambda m, i=i: f"{{q{i}_{m.group(1)}:", sql)
+                parts.append(f"SELECT toUInt16({i}) AS k, * FROM ({renamed})")
+                params.update({f"q{i}_{name}": value for name, value in own.items()})
+            table = self._engine.query(" UNION ALL ".join(parts) + " ORDER BY k, job, variant, b", params)
+            k = table.column("k")
+            tables = [table.filter(pc.equal(k, i)) for i in range(len(plans))]
+        return [
+            {
+                **head,
+                "series": split_series(
+                    table, ("job", "variant"), "x", head["range"][0], head["bucket_width"], _BUCKET_VALUES
+                ),
+            }
+            for table, (_, _, head) in zip(tables, plans, strict=True)
+        ]
 
     def _iters_of_time(self, where: str, params: dict[str, Any], lo: int, hi: int) -> str:
         """A condition on ``iter`` that keeps a time-range read to the iterations reported then."""

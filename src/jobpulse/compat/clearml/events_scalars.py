@@ -117,23 +117,24 @@ def _raw(points: dict[tuple[str, str], dict[str, np.ndarray]], metric: str, vari
 
 
 def _bucketed(
-    call: Call, jobs: list[str], metric: str, variants: list[str], key: str, samples: int, x_min: int | None
-) -> dict[tuple[str, str], dict[str, list]]:
-    chart = call.ctx.store.scalars.chart(
+    call: Call, jobs: list[str], asked: list[tuple[str, list[str], int | None]], key: str, samples: int
+) -> dict[str, dict[tuple[str, str], dict[str, list]]]:
+    """metric -> (job, variant) -> {x, y}: the charts of each (metric, variants, x_min) of ``asked``, read together."""
+    charts = call.ctx.store.scalars.charts(
         jobs,
-        metric,
-        variants=variants,
+        [(metric, variants, x_min, None) for metric, variants, x_min in asked],
         axis="iter" if key == "iter" else "time",
         buckets=min(samples, MAX_BUCKETS),
-        x_min=x_min,
     )
-    out = {}
-    for series in chart["series"]:
-        xs = [
-            first if count == 1 else x
-            for x, first, count in zip(series["x"], series["x_first"], series["count"], strict=True)
-        ]
-        out[(series["job"], series["variant"])] = {"x": _x(xs, key), "y": _floats(series["mean"])}
+    out: dict[str, dict[tuple[str, str], dict[str, list]]] = {}
+    for (metric, _, _), chart in zip(asked, charts, strict=True):
+        for series in chart["series"]:
+            xs = [
+                first if count == 1 else x
+                for x, first, count in zip(series["x"], series["x_first"], series["count"], strict=True)
+            ]
+            data = {"x": _x(xs, key), "y": _floats(series["mean"])}
+            out.setdefault(metric, {})[(series["job"], series["variant"])] = data
     return out
 
 
@@ -162,6 +163,7 @@ def histograms(
     ]
     scalars = call.ctx.store.scalars
     points = {job: scalars.points_of(job, [(m, v) for m in whole for v in chosen[m]]) for job in jobs}
+    bucketed: list[tuple[str, list[str], int | None]] = []  # metrics charted: read together after the others
     for metric, names in chosen.items():
         variants = catalogue[metric]
         if metric in whole:
@@ -175,10 +177,11 @@ def histograms(
                         out.setdefault(metric, {}).setdefault(variant, {})[job] = data
                 continue
         lows = [variants[v]["first_iter"] for v in names if variants[v]["first_iter"] != ITER_MIN]
-        x_min = (min(lows) if lows else ITER_MIN + 1) if key == "iter" else None
-        for (job, variant), data in _bucketed(call, jobs, metric, names, key, samples or MAX_BUCKETS, x_min).items():
+        bucketed.append((metric, names, (min(lows) if lows else ITER_MIN + 1) if key == "iter" else None))
+    for metric, charts in _bucketed(call, jobs, bucketed, key, samples or MAX_BUCKETS).items():
+        for (job, variant), data in charts.items():
             out.setdefault(metric, {}).setdefault(variant, {})[job] = data
-    return out
+    return {metric: out[metric] for metric in chosen if metric in out}
 
 
 def _samples_and_key(call: Call) -> tuple[int, str]:
