@@ -76,7 +76,7 @@ class Job:
     locked: bool = False
     # The version this job was read at and its row then (None: it did not exist; config as text, parsed only
     # when written); a write merges what it changed from that row with what others changed meanwhile.
-    read_as: tuple[int, dict[str, Any] | None] | None = field(default=None, repr=False, compare=False)
+    read_as: ReadAs | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "read_as"}
