@@ -52,17 +52,22 @@ def test_histogram_default_is_6000_samples(client, task):
     assert len(series["x"]) == 6000 and series["x"][:3] == [0, 2, 4] and set(series["y"]) == {1.0}
 
 
+def _histogram_counting_reads(client, store, task: str, **params) -> tuple[dict, CountingEngine]:  # noqa: ANN001
+    """The task's histogram, and the store's reads that answered it."""
+    counting = CountingEngine(store.engine)
+    store.scalars._engine = counting
+    try:
+        return ok(client, "events.scalar_metrics_iter_histogram", {"task": task, **params}), counting
+    finally:
+        store.scalars._engine = store.engine
+
+
 def test_a_task_of_many_small_metrics_is_read_by_one_query_of_points(client, store, task):
     for m in range(12):
         for variant in ("train", "eval"):
             _columns(client, task, f"metric-{m:02d}", variant, range(50), [float(m)] * 50, BASE_TS)
     _columns(client, task, "long", "v", range(100), [float(i) for i in range(100)], BASE_TS)  # over samples
-    counting = CountingEngine(store.engine)
-    store.scalars._engine = counting
-    try:
-        data = ok(client, "events.scalar_metrics_iter_histogram", {"task": task, "samples": 50})
-    finally:
-        store.scalars._engine = store.engine
+    data, counting = _histogram_counting_reads(client, store, task, samples=50)
     assert len(data) == 13 and data["metric-07"]["eval"]["x"] == list(range(50))
     assert set(data["metric-07"]["eval"]["y"]) == {7.0} and data["long"]["v"]["x"] == list(range(0, 100, 2))
     assert counting.chart_reads == 2  # the 24 whole series together, and the chart of the long one
@@ -73,12 +78,7 @@ def test_the_charts_of_a_tasks_long_metrics_are_read_by_one_query(client, store,
         _columns(client, task, f"short-{m}", "v", range(100), [float(m * 1000 + i) for i in range(100)], BASE_TS)
     for m in range(3):  # charted from the rollup's blocks (at least 400 iterations a bucket)
         _columns(client, task, f"long-{m}", "v", range(20_000), [m + 0.25] * 20_000, BASE_TS)
-    counting = CountingEngine(store.engine)
-    store.scalars._engine = counting
-    try:
-        data = ok(client, "events.scalar_metrics_iter_histogram", {"task": task, "samples": 50})
-    finally:
-        store.scalars._engine = store.engine
+    data, counting = _histogram_counting_reads(client, store, task, samples=50)
     assert counting.chart_reads == 1
     assert list(data) == ["long-0", "long-1", "long-2", "short-0", "short-1", "short-2", "short-3"]
     assert data["short-2"]["v"]["x"] == list(range(0, 100, 2))
