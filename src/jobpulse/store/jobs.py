@@ -138,7 +138,8 @@ _Method = TypeVar("_Method", bound=Callable[..., Any])
 def _one_at_a_time(method: _Method) -> _Method:
     """A read-modify-write of jobs or workers, run one at a time in the process: rows are written whole, so two
     requests changing one job at once (a worker's status starting it, a registration adding its config) would
-    otherwise each write the job as they read it, and the later would undo the other's change."""
+    otherwise each write the job as they read it. ``JobWrites`` merges such writes too (those of other replicas,
+    and of edits outside the lock), at the price of a second write; in one process the lock keeps them apart."""
 
     @functools.wraps(method)
     def serialized(self: Jobs, *args: Any, **kwargs: Any) -> Any:

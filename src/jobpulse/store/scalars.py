@@ -114,10 +114,11 @@ class Scalars:
             raise BadRequest(f"'buckets' must be between 1 and {MAX_BUCKETS}", field="buckets")
         answers: list[Any] = []  # a chart, or None until read
         missing = []
+        written = self._changes.version(jobs)
         for metric, variants, x_min, x_max in asked:
             series = (tuple(jobs), metric, tuple(variants) if variants is not None else None, axis)
             key = (*series, buckets, x_min, x_max)
-            version = self._changes.version(jobs)
+            version = written
             if version is None:  # others write too: the series' own version comes with its extent
                 extent = self._extent(jobs, metric, variants, axis)
                 version = extent
