@@ -39,6 +39,49 @@ _PLOTLY_AXES_JS = """s => {
             plot: {l: fl._size.l, t: fl._size.t, w: fl._size.w, h: fl._size.h}};
 }"""
 
+# The loss chart's traces and layout framed by the preview's own code (frame.js) and laid out by Plotly in a
+# chart of the same size, for many placings of the data: its start moved along the clock, its values scaled
+# (labels of every width: "2", "20k", "−0.15", "2M") and its series renamed (legends of every width). Answers
+# the cases whose margins, ranges or tick labels differ.
+_FRAMES_JS = """async ([s, cases, start, step]) => {
+    const gd = document.querySelector(s);
+    const module = document.querySelector('script[type=module]').src.replace(/[^/]*$/, 'frame.js');
+    const { fit, fontOf } = await import(module);
+    const { width, height } = gd._fullLayout;
+    const div = document.createElement('div');
+    div.style.cssText = `position:absolute;left:0;top:0;width:${width}px;height:${height}px`;
+    document.body.append(div);
+    const ctx = document.createElement('canvas').getContext('2d');
+    const scales = [1, 1000, 12000, 0.001, -3, 1e6, 0.37, 25, -0.02, 7e9];
+    const suffixes = ['', ' (lr 3e-4, warm-up)', ' k', 'W'.repeat(9)];
+    const first = Math.min(...gd.data.map(t => t.x[0]));
+    const differing = [];
+    for (let i = 0; i < cases; i++) {
+        const shift = start + i * step - first;
+        const scale = scales[Math.floor(i / 49) % scales.length];
+        const traces = gd.data.map(t => ({...t, name: t.name + suffixes[i % suffixes.length],
+            x: Array.from(t.x, v => v + shift), y: Array.from(t.y, v => v == null ? v : v * scale)}));
+        const layout = {...JSON.parse(JSON.stringify(gd.layout)), shapes: []};
+        await Plotly.newPlot(div, traces, {...layout, width, height}, {staticPlot: true});
+        const fl = div._fullLayout;
+        const font = fontOf(layout.font);
+        const g = fit(ctx, traces, layout, width, height, font, fontOf(layout.legend?.font, font));
+        const plotly = {m: [fl._size.l, fl._size.r, fl._size.t, fl._size.b],
+            x: fl.xaxis.range.map(fl.xaxis.r2l), y: fl.yaxis.range.map(fl.yaxis.r2l),
+            xt: fl.xaxis._vals.filter(v => !v.minor).map(v => v.text),
+            yt: fl.yaxis._vals.filter(v => !v.minor).map(v => v.text)};
+        const mine = {m: [g.size.l, g.size.r, g.size.t, g.size.b], x: g.x.range, y: g.y.range,
+            xt: g.x.ticks.map(t => t.text), yt: g.y.ticks.map(t => t.text)};
+        const near = (a, b) => a.every((v, k) => Math.abs(v - b[k]) <= Math.abs(b[1] - b[0]) * 1e-6);
+        const same = mine.m.join() === plotly.m.join() && near(mine.x, plotly.x) && near(mine.y, plotly.y)
+            && mine.xt.join('|') === plotly.xt.join('|') && mine.yt.join('|') === plotly.yt.join('|');
+        if (!same) differing.push({i, shift, scale, plotly, mine});
+    }
+    Plotly.purge(div);
+    div.remove();
+    return differing;
+}"""
+
 _MARKS_JS = """() => Object.fromEntries(['jp-first-chart', 'jp-chart-interactive'].map(
     n => [n, (performance.getEntriesByName(n)[0] || {}).startTime ?? null]))"""
 
@@ -282,3 +325,20 @@ def test_the_preview_draws_gaps_a_single_point_and_a_constant_series_as_plotly_d
         assert series_points(plot_data(page, selector)) == previews[metric]["points"], metric
     mean = next(t for t in plot_data(page, charts["gappy"]) if t["name"] == "v")
     assert sum(v is None for v in mean["y"]) == 30
+
+
+# Where the data starts and how far it moves from one case to the next: on the time axis 49 moves cross
+# one 30-minute tick step, so each of the ten value scales meets every position of the labels.
+_PLACINGS = {"time": (1_767_571_207_000, 37_000), "iter": (0, 37)}
+
+
+@pytest.mark.parametrize("axis", ["time", "iter"])
+def test_the_preview_frames_a_chart_as_plotly_does_wherever_its_labels_fall(page: Any, axis: str) -> None:
+    """The margins Plotly grows for labels near a chart's edge are whole pixels rounded from the labels'
+    boxes, and a change of one pixel is not drawn again: the preview matches Plotly's layout for data placed
+    at 490 positions, values and legends (a label box half a pixel off moved every point and tick of the
+    chart by a pixel when its labels fell near a half pixel)."""
+    page.goto(f"/jobs/{DEMO}?axis={axis}")
+    wait_chart(page, LOSS)
+    differing = page.evaluate(_FRAMES_JS, [LOSS, 490, *_PLACINGS[axis]])
+    assert differing == [], f"{len(differing)} of 490 framed unlike Plotly, first: {differing[:2]}"

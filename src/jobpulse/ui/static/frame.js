@@ -38,8 +38,47 @@ function axisOf(traces, layout, key, length) {
   return { range, length, isDate, ticks: list, spec };
 }
 
-// A label's width as Plotly measures it (its SVG box is half a pixel wider than the canvas's advance).
-const textWidth = (ctx, text) => ctx.measureText(text).width + 0.5;
+// A layout font with Plotly's defaults filled in, and its CSS shorthand.
+export function fontOf(font, fallback = {}) {
+  const size = font?.size || fallback.size || 12;
+  const family = font?.family || fallback.family || "sans-serif";
+  return { size, family, color: font?.color || fallback.color || "#444", css: `${size}px ${family}` };
+}
+
+// A label's box as Plotly measures it: the box of an SVG text in the label's font, anchored as the label
+// is ("middle" under the x axis, "end" left of the y axis, "start" in the legend), in a hidden SVG off the
+// page as Plotly's own tester is. Answers {left, right, width}, the edges relative to the anchor. The
+// canvas's advance width is not that box: layout rounds it up to 1/64 pixel and some glyphs reach past
+// their advance ("k", half a pixel to the right), and a margin Plotly rounds to whole pixels comes out a
+// pixel off when its need lies that near a half.
+const SVG = "http://www.w3.org/2000/svg";
+const MEASURED_MAX = 5000; // boxes remembered before starting again (labels change as data arrives)
+const measured = new Map();
+let probe = null;
+
+function textBox(font, text, anchor) {
+  const key = `${font.css}\n${anchor}\n${text}`;
+  let box = measured.get(key);
+  if (box) return box;
+  if (!probe?.isConnected) {
+    const svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("aria-hidden", "true");
+    svg.style.cssText = "position:absolute;left:-10000px;top:-10000px;width:10px;height:10px;visibility:hidden";
+    probe = document.createElementNS(SVG, "text");
+    svg.append(probe);
+    document.body.append(svg);
+  }
+  probe.style.fontFamily = font.family;
+  probe.style.fontSize = `${font.size}px`;
+  probe.setAttribute("text-anchor", anchor);
+  probe.textContent = text;
+  const origin = probe.ownerSVGElement.getBoundingClientRect().left;
+  const rect = probe.getBoundingClientRect();
+  box = { left: rect.left - origin, right: rect.right - origin, width: rect.width };
+  if (measured.size >= MEASURED_MAX) measured.clear();
+  measured.set(key, box);
+  return box;
+}
 
 // Plotly's label standoff from the axis line: the outside ticks, a fifth of the font, half a line.
 function standoff(spec, font) {
@@ -47,32 +86,56 @@ function standoff(spec, font) {
   return outside ? (spec.ticklen ?? TICK_LEN) + 0.2 * font.size + 0.5 : 0.5;
 }
 
+// Plotly draws a chart again while its margins move, at most this many times (three per margin
+// pusher: the legend and the two axes, and once more); past that it keeps the margins it drew with.
+const REDRAWS = 12;
+
+const plotSize = (m, width, height) => ({ ...m, w: Math.max(1, width - m.l - m.r), h: Math.max(1, height - m.t - m.b) });
+
+// A margin change Plotly draws again for: one of more than a pixel on a side or in the plot's size.
+const moved = (a, b) => ["l", "r", "t", "b", "w", "h"].some((k) => Math.abs(a[k] - b[k]) > 1);
+
 // The plot box and both axes, with the margins Plotly's automargin makes: each side takes the larger
-// of its configured margin and what the tick labels (or the legend) need, plus Plotly's pad. Answers
-// {m: margins, w, h: the plot's size, width, height: the chart's, x, y}; an axis has its range, its
-// ticks ({value, text, width, shown}), its line's position, its labels' standoff and a pixel function
-// (px, py); x also has the legend ({items, height}) when the layout shows one.
+// of its configured margin and what the tick labels (or the legend) need, plus Plotly's pad. Plotly
+// first draws with room for the legend, then draws again while the margins that the drawn labels ask
+// for move by more than a pixel; a smaller change only goes into its layout's size, so the picture is
+// the one drawn before it. Answers {m: margins, w, h: the plot's size as drawn, size: Plotly's final
+// layout size ({l, r, t, b, w, h}), width, height: the chart's, x, y}; an axis has its range, its ticks
+// ({value, text, shown}, and the text's lines on x), its line's position, its labels' standoff and a
+// pixel function (px, py); x also has the legend ({items, height}) when the layout shows one.
 export function fit(ctx, traces, layout, width, height, font, legendFont) {
   const base = { l: 80, r: 80, t: 100, b: 80, ...(layout.margin || {}) };
   const pad = Math.min(12, base.l, base.r, base.t, base.b);
+  const legendOf = (w) => layoutLegend(traces, { measure: (text) => textBox(legendFont, text, "start").width,
+    fontSize: legendFont.size, width: w, chartHeight: height });
   let m = { ...base };
+  if (layout.showlegend) {
+    const legend = legendOf(plotSize(m, width, height).w);
+    if (legend.height) m.t = Math.round(Math.max(base.t, legend.height + pad));
+  }
   let x;
   let y;
+  let size;
   ctx.font = font.css;
   const metrics = ctx.measureText("0");
   const ascent = metrics.fontBoundingBoxAscent ?? font.size * 0.9;
   const descent = metrics.fontBoundingBoxDescent ?? font.size * 0.25;
-  for (let pass = 0; pass < 5; pass += 1) {
-    const w = Math.max(1, width - m.l - m.r);
-    const h = Math.max(1, height - m.t - m.b);
+  for (let pass = 0; ; pass += 1) {
+    const drawn = plotSize(m, width, height);
+    const { w, h } = drawn;
     x = axisOf(traces, layout, "x", w);
     y = axisOf(traces, layout, "y", h);
     x.line = m.t + h + 0.5; // where Plotly puts each axis line (drawn or not)
     y.line = m.l - 0.5;
     x.standoff = standoff(x.spec, font);
     y.standoff = standoff(y.spec, font);
-    const px = (v) => m.l + ((v - x.range[0]) / (x.range[1] - x.range[0])) * w;
-    const py = (v) => m.t + h - ((v - y.range[0]) / (y.range[1] - y.range[0])) * h;
+    // Plotly's pixel of a value: a linear map rounded to 1/100 pixel, in its order of operations.
+    const xm = w / (x.range[1] - x.range[0]);
+    const xb = -xm * x.range[0];
+    const ym = h / (y.range[0] - y.range[1]);
+    const yb = -ym * y.range[1];
+    const px = (v) => m.l + Math.round((xb + xm * v) * 100) / 100;
+    const py = (v) => m.t + Math.round((yb + ym * v) * 100) / 100;
     Object.assign(x, { px });
     Object.assign(y, { py });
     // Labels past the chart's edges are hidden ("hide past div") and take no margin.
@@ -81,11 +144,11 @@ export function fit(ctx, traces, layout, width, height, font, legendFont) {
     let top = Infinity;
     let bottom = -Infinity;
     for (const tick of y.ticks) {
-      tick.width = textWidth(ctx, tick.text);
+      const box = textBox(font, tick.text, "end");
       const baseline = py(tick.value) + MID_SHIFT * font.size;
       tick.shown = baseline + descent <= height && baseline - ascent + font.size / 4 >= 0;
       if (!tick.shown) continue;
-      widest = Math.max(widest, tick.width);
+      widest = Math.max(widest, -box.left);
       top = Math.min(top, baseline - ascent);
       bottom = Math.max(bottom, baseline + descent);
     }
@@ -99,12 +162,14 @@ export function fit(ctx, traces, layout, width, height, font, legendFont) {
     let lines = 0;
     for (const tick of x.ticks) {
       tick.lines = tick.text.split("<br>");
-      tick.width = Math.max(...tick.lines.map((line) => textWidth(ctx, line)));
-      tick.shown = px(tick.value) - tick.width / 2 >= 0 && px(tick.value) + tick.width / 2 <= width;
+      const boxes = tick.lines.map((line) => textBox(font, line, "middle"));
+      const from = px(tick.value) + Math.min(...boxes.map((box) => box.left));
+      const to = px(tick.value) + Math.max(...boxes.map((box) => box.right));
+      tick.shown = from >= 0 && to <= width;
       if (!tick.shown) continue;
       lines = Math.max(lines, tick.lines.length);
-      left = Math.min(left, px(tick.value) - tick.width / 2);
-      right = Math.max(right, px(tick.value) + tick.width / 2);
+      left = Math.min(left, from);
+      right = Math.max(right, to);
     }
     if (lines) {
       const depth = x.standoff + font.size + (lines - 1) * LINE_SPACING * font.size + descent;
@@ -113,16 +178,19 @@ export function fit(ctx, traces, layout, width, height, font, legendFont) {
       if (right - (m.l + w) > 0) need.r = right - (m.l + w) + pad;
     }
     if (layout.showlegend) {
-      ctx.font = legendFont.css;
-      x.legend = layoutLegend(traces, { measure: (text) => textWidth(ctx, text), fontSize: legendFont.size, width: w,
-        chartHeight: height });
-      ctx.font = font.css;
+      x.legend = legendOf(w);
       if (x.legend.height) need.t = Math.max(need.t, x.legend.height + pad);
     }
     const next = {};
     for (const side of ["l", "r", "t", "b"]) next[side] = Math.round(Math.max(base[side], need[side]));
-    if (next.l === m.l && next.r === m.r && next.t === m.t && next.b === m.b) break;
+    size = plotSize(next, width, height);
+    if (!moved(drawn, size)) break;
+    if (pass + 1 >= REDRAWS) {
+      size = drawn;
+      break;
+    }
     m = next;
   }
-  return { m, x, y, width, height, w: Math.max(1, width - m.l - m.r), h: Math.max(1, height - m.t - m.b) };
+  const { w, h } = plotSize(m, width, height);
+  return { m, x, y, width, height, w, h, size };
 }

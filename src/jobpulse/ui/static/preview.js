@@ -6,7 +6,7 @@
 // data-points (points of the named series), data-series, and data-axes (ranges, tick labels, plot box).
 
 import { finite } from "./axes.js";
-import { fit, LINE_SPACING, MID_SHIFT, TICK_LEN } from "./frame.js";
+import { fit, fontOf, LINE_SPACING, MID_SHIFT, TICK_LEN } from "./frame.js";
 import { ITEM } from "./legend.js";
 
 const previews = new WeakMap(); // canvas -> {traces, layout, observer}
@@ -253,12 +253,6 @@ function drawLegend(ctx, g, font) {
   ctx.restore();
 }
 
-function fontOf(font, fallback = {}) {
-  const size = font?.size || fallback.size || 12;
-  const family = font?.family || fallback.family || "sans-serif";
-  return { size, family, color: font?.color || fallback.color || "#444", css: `${size}px ${family}` };
-}
-
 function paint(canvas) {
   const state = previews.get(canvas);
   if (!state || !canvas.isConnected) return;
@@ -304,6 +298,6 @@ function paint(canvas) {
   canvas.dataset.axes = JSON.stringify({
     x: { type: x.isDate ? "date" : "linear", range: x.range, ticks: x.ticks.map((t) => t.text) },
     y: { type: "linear", range: y.range, ticks: y.ticks.map((t) => t.text) },
-    plot: { l: m.l, t: m.t, w, h },
+    plot: { l: g.size.l, t: g.size.t, w: g.size.w, h: g.size.h }, // Plotly's layout size (see fit)
   });
 }
