@@ -18,7 +18,7 @@ def _from_memory(store: Store, jobs: list[str], metric: str, variants: list[str]
 
 
 def _from_summary(store: Store, jobs: list[str], metric: str, variants: list[str] | None, axis: str):
-    extent = store.scalars._extent(jobs, metric, variants, axis)
+    extent = store.scalars._extents(jobs, [(metric, variants)], axis)[0]
     return None if extent is None else extent[:2]
 
 

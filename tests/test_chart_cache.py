@@ -46,6 +46,22 @@ def test_a_replica_reads_the_version_and_sees_another_replicas_write(client, sto
     assert replica.scalars.chart(["j1"], "loss", buckets=4)["series"][0]["mean"] == [1.0, 5.0, 1.0, 1.0]
 
 
+def test_a_replica_reads_the_versions_of_several_charts_by_one_query(client, store, embedded_engine):
+    replica = Store(embedded_engine, store.database, sees_every_write=False)
+    for metric in ("a", "b", "c"):
+        post_columns(client, scalar_series("j1", metric, [1.0] * 100))
+    asked = [("a", None, None, None), ("b", ["train"], None, None), ("c", None, 10, 49), ("none", None, None, None)]
+    counting = CountingEngine(embedded_engine)
+    replica.scalars._engine = counting
+    charts = replica.scalars.charts(["j1"], asked, buckets=4)
+    assert [c["range"] for c in charts] == [[0, 99], [0, 99], [10, 49], None]
+    assert counting.queries == 2  # the versions and extents of the four, then the three charts
+    post_columns(client, scalar_series("j1", "b", [3.0] * 100))  # a write the replica does not see
+    again = replica.scalars.charts(["j1"], asked, buckets=4)
+    assert counting.queries == 4  # the versions again, then the one chart that changed
+    assert again[1]["series"][0]["mean"] == [3.0] * 4 and again[0] == charts[0] and again[2] == charts[2]
+
+
 def test_new_points_are_in_the_next_chart(client):
     post_columns(client, scalar_series("j1", "loss", [1.0] * 100))
     assert _chart(client)["series"][0]["count"] == [25, 25, 25, 25]

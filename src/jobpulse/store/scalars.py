@@ -26,6 +26,18 @@ MAX_PAGE = 200_000
 POINT_FIELDS = frozenset({"variant", "iter", "ts", "value"})
 
 
+def _union(queries: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
+    """Several queries as one: the rows of their ``UNION ALL``, each with ``k``, the index of its query, and each
+    query's parameters renamed apart (``q{k}_`` before their names). An ``ORDER BY`` added to it orders all rows
+    (one after a bare ``UNION ALL`` would order only the last query's)."""
+    parts, params = [], {}
+    for i, (sql, own) in enumerate(queries):
+        renamed = _PARAMETER.sub(lambda m, i=i: f"{{q{i}_{m.group(1)}:", sql)
+        parts.append(f"SELECT toUInt16({i}) AS k, * FROM ({renamed})")
+        params.update({f"q{i}_{name}": value for name, value in own.items()})
+    return f"SELECT * FROM ({' UNION ALL '.join(parts)})", params
+
+
 def _x_expr(axis: Axis) -> str:
     return "iter" if axis == "iter" else "toUnixTimestamp64Milli(ts)"
 
@@ -58,23 +70,31 @@ class Scalars:
             )
         return list(out.values())
 
-    def _extent(
-        self, jobs: list[str], metric: str, variants: list[str] | None, axis: Axis
-    ) -> tuple[int, int, tuple] | None:
-        """The x extent and a version of the series: their point counts and last insert time change
-        with every point stored (a new one, a replacement, a report after the job's data was deleted)."""
+    def _extents(
+        self, jobs: list[str], series: list[tuple[str, list[str] | None]], axis: Axis
+    ) -> list[tuple[int, int, tuple] | None]:
+        """The x extent and a version of each (metric, variants) of ``series``, read by one query: their point
+        counts and last insert time change with every point stored (a new one, a replacement, a report after the
+        job's data was deleted). None for a series without points."""
         lo, hi = ("first_iter", "last_iter") if axis == "iter" else ("first_ts", "last_ts")
         conv = "" if axis == "iter" else "toUnixTimestamp64Milli"
-        where, params = self._where(jobs, metric, variants)
-        row = self._engine.query(
-            f"SELECT {conv}(min({lo})) AS lo, {conv}(max({hi})) AS hi, count() AS n, sum(points) AS points, "
-            f"toUnixTimestamp64Micro(max(tupleElement(last, 2))) AS inserted, min(first_iter) AS i0, "
-            f"max(last_iter) AS i1 FROM {self._db}.scalars_latest WHERE {where}",
-            params,
-        ).to_pylist()[0]
-        if not row["n"] or row["lo"] is None:
-            return None
-        return int(row["lo"]), int(row["hi"]), (row["points"], row["inserted"], row["i0"], row["i1"])
+        queries = []
+        for metric, variants in series:
+            where, params = self._where(jobs, metric, variants)
+            sql = (
+                f"SELECT {conv}(min({lo})) AS lo, {conv}(max({hi})) AS hi, count() AS n, sum(points) AS points, "
+                f"toUnixTimestamp64Micro(max(tupleElement(last, 2))) AS inserted, min(first_iter) AS i0, "
+                f"max(last_iter) AS i1 FROM {self._db}.scalars_latest WHERE {where}"
+            )
+            queries.append((sql, params))
+        sql, params = _union(queries)
+        rows = self._engine.query(sql + " ORDER BY k", params).to_pylist()
+        return [
+            (int(row["lo"]), int(row["hi"]), (row["points"], row["inserted"], row["i0"], row["i1"]))
+            if row["n"] and row["lo"] is not None
+            else None
+            for row in rows
+        ]
 
     def chart(
         self,
@@ -115,14 +135,15 @@ class Scalars:
         answers: list[Any] = []  # a chart, or None until read
         missing = []
         written = self._changes.version(jobs)
-        for metric, variants, x_min, x_max in asked:
+        # where others write too, each series' own version comes with its extent, all read by one query
+        read = self._extents(jobs, [(m, v) for m, v, _, _ in asked], axis) if written is None else None
+        for i, (metric, variants, x_min, x_max) in enumerate(asked):
             series = (tuple(jobs), metric, tuple(variants) if variants is not None else None, axis)
             key = (*series, buckets, x_min, x_max)
-            version = written
-            if version is None:  # others write too: the series' own version comes with its extent
-                extent = self._extent(jobs, metric, variants, axis)
-                version = extent
+            if read is not None:
+                extent = version = read[i]
             else:
+                version = written
                 extent = self._remembered_extent(series, version)
             if extent is None:
                 answers.append({"metric": metric, "axis": axis, "range": None, "bucket_width": None, "series": []})
@@ -148,7 +169,7 @@ class Scalars:
         key = ("extent", *series)
         found = self._memory.get(key, version)
         if found is None:
-            found = (self._extent(list(jobs), metric, variants, axis),)
+            found = (self._extents(list(jobs), [(metric, variants)], axis)[0],)
             self._memory.put(key, version, found)
         return found[0]
 
@@ -207,12 +228,8 @@ class Scalars:
             sql, params, _ = plans[0]
             tables = [self._engine.query(sql, params)]
         else:
-            parts, params = [], {}
-            for i, (sql, own, _) in enumerate(plans):
-                renamed = _PARAMETER.sub(lambda m, i=i: f"{{q{i}_{m.group(1)}:", sql)
-                parts.append(f"SELECT toUInt16({i}) AS k, * FROM ({renamed})")
-                params.update({f"q{i}_{name}": value for name, value in own.items()})
-            table = self._engine.query(" UNION ALL ".join(parts) + " ORDER BY k, job, variant, b", params)
+            sql, params = _union([(sql, own) for sql, own, _ in plans])
+            table = self._engine.query(sql + " ORDER BY k, job, variant, b", params)
             k = table.column("k")
             tables = [table.filter(pc.equal(k, i)) for i in range(len(plans))]
         return [
