@@ -111,27 +111,30 @@ class System:
         read from a rollup are remembered while the store sees every write and the job's data is unchanged
         (raw samples are not: a retention period deletes them without a write).
         """
-        found = self.remembered_series(job, metrics, window)
+        version, found = self._remembered(job, metrics, window)  # the version taken before the read
         if found is not None:
             return found
         where, params = _window(job, metrics, window.start_ms, window.end_ms, window.step_ms, window.workers)
         if window.devices is not None:
             where += " AND device IN {devices:Array(String)}"
             params["devices"] = list(window.devices)
-        rollup = rollup_for(window.start_ms, window.step_ms)
-        version = self._changes.version([job]) if rollup is not None else None  # taken before the read
-        kept = self._read_series(where, params, rollup)
+        kept = self._read_series(where, params, rollup_for(window.start_ms, window.step_ms))
         if version is not None:
             self._memory.put((job, tuple(metrics), window), version, kept)
         return [dict(one) for one in kept]
 
     def remembered_series(self, job: str, metrics: list[str], window: SeriesWindow) -> list[dict[str, Any]] | None:
         """What ``series`` would answer, if it is remembered (no query, no wait on the engine); else None."""
+        return self._remembered(job, metrics, window)[1]
+
+    def _remembered(
+        self, job: str, metrics: list[str], window: SeriesWindow
+    ) -> tuple[Any, list[dict[str, Any]] | None]:
+        """The version a read of the series would be remembered under (None where it would not be: raw samples,
+        or a store that does not see every write), and the series remembered under it, if any."""
         version = self._changes.version([job]) if rollup_for(window.start_ms, window.step_ms) is not None else None
-        if version is None:
-            return None
-        kept = self._memory.get((job, tuple(metrics), window), version)
-        return None if kept is None else [dict(one) for one in kept]
+        kept = None if version is None else self._memory.get((job, tuple(metrics), window), version)
+        return version, None if kept is None else [dict(one) for one in kept]
 
     def _read_series(
         self, where: str, params: dict[str, Any], rollup: tuple[str, str] | None
