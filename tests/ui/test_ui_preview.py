@@ -41,8 +41,8 @@ _PLOTLY_AXES_JS = """s => {
 
 # The loss chart's traces and layout framed by the preview's own code (frame.js) and laid out by Plotly in a
 # chart of the same size, for many placings of the data: its start moved along the clock, its values scaled
-# (labels of every width: "2", "20k", "−0.15", "2M") and its series renamed (legends of every width). Answers
-# the cases whose margins, ranges or tick labels differ.
+# (labels of every width: "2", "20k", "−0.15", "2M") and its series renamed (legends of every width, on one row
+# or two, with doubled spaces that Plotly keeps). Answers the cases whose margins, ranges or tick labels differ.
 _FRAMES_JS = """async ([s, cases, start, step]) => {
     const gd = document.querySelector(s);
     const module = document.querySelector('script[type=module]').src.replace(/[^/]*$/, 'frame.js');
@@ -53,12 +53,12 @@ _FRAMES_JS = """async ([s, cases, start, step]) => {
     document.body.append(div);
     const ctx = document.createElement('canvas').getContext('2d');
     const scales = [1, 1000, 12000, 0.001, -3, 1e6, 0.37, 25, -0.02, 7e9];
-    const suffixes = ['', ' (lr 3e-4, warm-up)', ' k', 'W'.repeat(9)];
     const first = Math.min(...gd.data.map(t => t.x[0]));
     const differing = [];
     for (let i = 0; i < cases; i++) {
         const shift = start + i * step - first;
         const scale = scales[Math.floor(i / 49) % scales.length];
+        const suffixes = ['', ' (lr 3e-4,  warm-up)', ' k', '  ' + 'W'.repeat(i % 47)];
         const traces = gd.data.map(t => ({...t, name: t.name + suffixes[i % suffixes.length],
             x: Array.from(t.x, v => v + shift), y: Array.from(t.y, v => v == null ? v : v * scale)}));
         const layout = {...JSON.parse(JSON.stringify(gd.layout)), shapes: []};

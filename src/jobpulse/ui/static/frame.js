@@ -65,6 +65,8 @@ function textBox(font, text, anchor) {
     svg.setAttribute("aria-hidden", "true");
     svg.style.cssText = "position:absolute;left:-10000px;top:-10000px;width:10px;height:10px;visibility:hidden";
     probe = document.createElementNS(SVG, "text");
+    // the style Plotly gives its labels besides their font: spaces kept, no weight or style from the page
+    probe.style.cssText = "font-weight:normal;font-style:normal;font-variant:normal;white-space:pre";
     svg.append(probe);
     document.body.append(svg);
   }
