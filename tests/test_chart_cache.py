@@ -60,6 +60,7 @@ def test_a_replica_reads_the_versions_of_several_charts_by_one_query(client, sto
     again = replica.scalars.charts(["j1"], asked, buckets=4)
     assert counting.queries == 4  # the versions again, then the one chart that changed
     assert again[1]["series"][0]["mean"] == [3.0] * 4 and again[0] == charts[0] and again[2] == charts[2]
+    assert replica.scalars.charts(["j1"], [], buckets=4) == [] and counting.queries == 4  # none asked: no query
 
 
 def test_new_points_are_in_the_next_chart(client):

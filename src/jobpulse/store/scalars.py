@@ -76,6 +76,8 @@ class Scalars:
         """The x extent and a version of each (metric, variants) of ``series``, read by one query: their point
         counts and last insert time change with every point stored (a new one, a replacement, a report after the
         job's data was deleted). None for a series without points."""
+        if not series:
+            return []
         lo, hi = ("first_iter", "last_iter") if axis == "iter" else ("first_ts", "last_ts")
         conv = "" if axis == "iter" else "toUnixTimestamp64Milli"
         queries = []
