@@ -26,16 +26,22 @@ MAX_PAGE = 200_000
 POINT_FIELDS = frozenset({"variant", "iter", "ts", "value"})
 
 
-def _union(queries: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
-    """Several queries as one: the rows of their ``UNION ALL``, each with ``k``, the index of its query, and each
-    query's parameters renamed apart (``q{k}_`` before their names). An ``ORDER BY`` added to it orders all rows
-    (one after a bare ``UNION ALL`` would order only the last query's)."""
+def _query_each(engine: Engine, queries: list[tuple[str, dict[str, Any]]], order: str) -> list[pa.Table]:
+    """The answer of each (sql, params) of ``queries``, read by one query: a single one as it is, several as the
+    ``UNION ALL`` of theirs (each row marked with its query's index, parameters renamed apart) ordered by ``k``
+    and then ``order``, split again by query."""
+    if len(queries) == 1:
+        sql, params = queries[0]
+        return [engine.query(sql, params)]
     parts, params = [], {}
     for i, (sql, own) in enumerate(queries):
         renamed = _PARAMETER.sub(lambda m, i=i: f"{{q{i}_{m.group(1)}:", sql)
         parts.append(f"SELECT toUInt16({i}) AS k, * FROM ({renamed})")
         params.update({f"q{i}_{name}": value for name, value in own.items()})
-    return f"SELECT * FROM ({' UNION ALL '.join(parts)})", params
+    # wrapped, so that the ORDER BY orders every row (after a bare UNION ALL it orders only the last query's)
+    table = engine.query(f"SELECT * FROM ({' UNION ALL '.join(parts)}) ORDER BY k, {order}", params)
+    k = table.column("k")
+    return [table.filter(pc.equal(k, i)) for i in range(len(queries))]
 
 
 def _x_expr(axis: Axis) -> str:
@@ -89,8 +95,7 @@ class Scalars:
                 f"max(last_iter) AS i1 FROM {self._db}.scalars_latest WHERE {where}"
             )
             queries.append((sql, params))
-        sql, params = _union(queries)
-        rows = self._engine.query(sql + " ORDER BY k", params).to_pylist()
+        rows = [table.to_pylist()[0] for table in _query_each(self._engine, queries, "n")]
         return [
             (int(row["lo"]), int(row["hi"]), (row["points"], row["inserted"], row["i0"], row["i1"]))
             if row["n"] and row["lo"] is not None
@@ -226,14 +231,7 @@ class Scalars:
         """The charts of ``plans`` (``_planned``): several by one query, a ``UNION ALL`` of theirs."""
         if not plans:
             return []
-        if len(plans) == 1:
-            sql, params, _ = plans[0]
-            tables = [self._engine.query(sql, params)]
-        else:
-            sql, params = _union([(sql, own) for sql, own, _ in plans])
-            table = self._engine.query(sql + " ORDER BY k, job, variant, b", params)
-            k = table.column("k")
-            tables = [table.filter(pc.equal(k, i)) for i in range(len(plans))]
+        tables = _query_each(self._engine, [(sql, params) for sql, params, _ in plans], "job, variant, b")
         return [
             {
                 **head,
