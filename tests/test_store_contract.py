@@ -106,6 +106,37 @@ def test_system_rollup_matches_raw(any_store):
     assert raw[0]["count"] == [60, 59]
 
 
+def test_a_sample_repeated_within_one_batch_is_stored_and_counted_once(any_store):
+    """Of two samples of one series at one time in a batch, the first is kept: the per-minute rollup counts it
+    once, as the raw samples read it."""
+    table = columns_to_arrow(
+        "system",
+        {
+            "job": ["j1"] * 4,
+            "worker": ["w"] * 4,
+            "metric": ["gpu_util"] * 4,
+            "device": ["0", "0", "1", "0"],
+            "ts": [T0, T0 + 1000, T0, T0],
+            "value": [1.0, 3.0, 7.0, 5.0],
+        },
+    )
+    assert any_store.writer.write({"system": table}) == {"system": 3}
+    rollup = any_store.system.series("j1", ["gpu_util"], SeriesWindow(T0, T0 + 59_999, 60_000))
+    raw = any_store.system.series("j1", ["gpu_util"], SeriesWindow(T0, T0 + 59_999, 30_000))
+    assert [(s["device"], s["count"], s["avg"]) for s in rollup] == [("0", [2], [2.0]), ("1", [1], [7.0])]
+    assert [(s["count"], s["avg"]) for s in raw] == [(s["count"], s["avg"]) for s in rollup]
+
+
+def test_a_log_line_repeated_within_one_batch_is_stored_once(any_store):
+    table = columns_to_arrow(
+        "logs",
+        {"job": ["j1"] * 3, "ts": [T0] * 3, "worker": ["w"] * 3, "seq": [1, 1, 2], "level": ["info"] * 3,
+         "msg": ["a", "a", "b"]},
+    )
+    assert any_store.writer.write({"logs": table}) == {"logs": 2}
+    assert any_store.logs.workers("j1") == [{"worker": "w", "lines": 2, "bytes": 4}]
+
+
 def test_keys_verify_and_revoke(any_store):
     key, token = any_store.keys.create("k", ["p"], "write")
     assert any_store.keys.verify(token).key_id == key.key_id

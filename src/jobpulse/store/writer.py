@@ -97,9 +97,10 @@ class Writer:
         return written
 
     def _new_rows(self, name: str, table: pa.Table) -> pa.Table:
+        """The rows of ``table`` whose key is neither stored nor held by an earlier row of the batch."""
         extra = _IDENTITY[name]
-        keep = np.ones(table.num_rows, dtype=bool)
         ts_ms = pc.cast(table.column("ts"), pa.int64()).to_numpy()
+        keep = _first_of_each_key([table.column(c) for c in ("job", *extra)], ts_ms)
         jobs = table.column("job")
         for job in pc.unique(jobs).to_pylist():
             mask = pc.equal(jobs, job).to_numpy(zero_copy_only=False)
@@ -324,3 +325,27 @@ def _series_runs(table: pa.Table, names: list[str]) -> tuple[np.ndarray, list[tu
     index: dict[tuple[str, ...], int] = {}
     run_codes = np.fromiter((index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(keys))
     return np.repeat(run_codes, np.diff(np.append(starts, n))), list(index)
+
+
+def _first_of_each_key(columns: list[pa.ChunkedArray], ts_ms: np.ndarray) -> np.ndarray:
+    """Which rows are the first of their key (``columns`` and ``ts_ms``) in the batch. Rows sent as series (each
+    key's rows together, their times increasing) are checked in one pass; others are sorted."""
+    n = len(ts_ms)
+    codes = np.zeros(n, dtype=np.int64)
+    for column in columns:
+        if one_value(column) is not None:  # one job, one worker: nothing to tell apart
+            continue
+        encoded = pc.dictionary_encode(column).combine_chunks()
+        if n and (int(codes.max()) + 1) * len(encoded.dictionary) >= 1 << 62:
+            codes = np.unique(codes, return_inverse=True)[1]  # numbered densely again, so that codes stay exact
+        codes = codes * len(encoded.dictionary) + encoded.indices.to_numpy(zero_copy_only=False)
+    same = codes[1:] == codes[:-1]
+    if bool(np.all(ts_ms[1:][same] > ts_ms[:-1][same])):
+        runs = n - int(np.count_nonzero(same))
+        if runs <= 1 or runs == len(np.unique(codes[np.flatnonzero(np.concatenate(([True], ~same)))])):
+            return np.ones(n, dtype=bool)  # each key one run of increasing times
+    order = np.lexsort((ts_ms, codes))  # stable: of equal keys the earliest row comes first
+    repeated = (codes[order][1:] == codes[order][:-1]) & (ts_ms[order][1:] == ts_ms[order][:-1])
+    keep = np.ones(n, dtype=bool)
+    keep[order[1:][repeated]] = False
+    return keep
