@@ -294,7 +294,8 @@ def sizes(cfg: dict[str, Any]) -> list[str]:
         f"{c4['metrics']} metrics, one sample a second for {c4['seconds']:,} s "
         f"({c4['gpus'] * c4['metrics'] * c4['seconds']:,} samples, one request per worker), then one metric as a "
         f"per-GPU series of 1-minute means over the whole span, asked twice per repeat, each repeat of its own "
-        f"job: jobpulse's first answer is computed from its per-minute rollup, the second comes from its memory "
+        f"job: jobpulse's first answer is computed from the per-minute rollup that the server keeps in memory of "
+        f"the jobs it wrote (no query; `recent_system_cells`), the second comes from its memory of answers "
         f"(both asked with `fields=avg`: the means alone, what VictoriaMetrics' `avg_over_time` answers); "
         f"VictoriaMetrics computes with `nocache=1`, then answers the same query from its rollup result cache "
         f"(asked once before timing, to fill it).",

@@ -84,6 +84,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         Path(settings.data_dir),
         database=settings.database,
         raw_ttl_days=settings.raw_ttl_days,
+        recent_system_cells=settings.recent_system_cells,
     )
     if store.previous_version and store.previous_version < store.schema_version:
         print(

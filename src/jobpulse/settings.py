@@ -52,6 +52,15 @@ SETTINGS: tuple[Setting, ...] = (
         "days to keep raw system-metric samples; per-minute and hourly rollups stay; 0 keeps them forever",
         int,
     ),
+    Setting(
+        "recent_system_cells",
+        1_000_000,
+        "on the embedded store, how many minutes of system series (one minute of one worker's metric on one "
+        "device: ~60 bytes) the server keeps in memory of the jobs it wrote from their first sample, so that their "
+        "series at whole minutes or hours are answered without a query; the jobs written longest ago go first; 0 "
+        "keeps none",
+        int,
+    ),
     Setting("max_body_bytes", 64 << 20, "largest ingest body accepted, after decompression, in bytes", int),
     Setting("max_events", 1_000_000, "most events in one ingest batch", int),
     Setting("max_file_bytes", 256 << 20, "largest uploaded file (debug image, artifact) in bytes", int),
@@ -81,6 +90,7 @@ class Settings:
     log_level: str = "info"
     public_url: str = ""
     raw_ttl_days: int = 0
+    recent_system_cells: int = 1_000_000
     max_body_bytes: int = 64 << 20
     max_events: int = 1_000_000
     max_file_bytes: int = 256 << 20

@@ -15,6 +15,7 @@ from .scalars import Scalars
 from .schema import SCHEMA_VERSION, migrate, set_raw_ttl
 from .state import ServerState
 from .system import SeriesWindow, System
+from .system_recent import RecentSystem
 from .usage import Usage
 from .writer import Writer
 
@@ -31,10 +32,13 @@ class Store:
         *,
         raw_ttl_days: int = 0,
         sees_every_write: bool | None = None,
+        recent_system_cells: int = 1_000_000,
     ) -> None:
         """``sees_every_write``: whether every write to ``database`` passes through this object, so that
         answers can be remembered until its own writes change them; by default true for the embedded
-        engine (its process alone owns the data directory) and false for a ClickHouse server."""
+        engine (its process alone owns the data directory) and false for a ClickHouse server. Such a store
+        keeps up to ``recent_system_cells`` minutes of the system series it wrote in memory
+        (``system_recent.py``)."""
         self.engine = engine
         self.database = database
         self.previous_version = migrate(engine, database)
@@ -47,11 +51,12 @@ class Store:
         self.scalars = Scalars(engine, database, self.changes, catalogue)
         self.events = Events(engine, database)
         self.logs = Logs(engine, database, self.changes)
-        self.system = System(engine, database, self.changes)
+        recent = RecentSystem(recent_system_cells, self.changes.deletions) if sees_every_write else None
+        self.system = System(engine, database, self.changes, recent=recent)
         self.keys = Keys(engine, database)
         self.state = ServerState(engine, database)
         self.usage = Usage(engine, database)
-        self.writer = Writer(engine, database, self.changes, catalogue)
+        self.writer = Writer(engine, database, self.changes, catalogue, recent)
 
     @property
     def schema_version(self) -> int:
@@ -62,12 +67,19 @@ class Store:
 
 
 def open_store(
-    url: str | None, data_dir: Path, *, database: str = "jobpulse", raw_ttl_days: int = 0
+    url: str | None,
+    data_dir: Path,
+    *,
+    database: str = "jobpulse",
+    raw_ttl_days: int = 0,
+    recent_system_cells: int = 1_000_000,
 ) -> Store:
     """``url`` None or ``embedded``: chdb under ``data_dir``; ``clickhouse://user:pass@host:8123/db``: a server."""
     if url in (None, "", "embedded"):
         path = data_dir / "clickhouse"
         path.mkdir(parents=True, exist_ok=True)
-        return Store(EmbeddedEngine(str(path)), database, raw_ttl_days=raw_ttl_days)
+        return Store(
+            EmbeddedEngine(str(path)), database, raw_ttl_days=raw_ttl_days, recent_system_cells=recent_system_cells
+        )
     engine = HttpEngine(url)
     return Store(engine, engine.database, raw_ttl_days=raw_ttl_days)

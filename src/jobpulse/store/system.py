@@ -19,6 +19,7 @@ from .changes import Changes
 from .engine import Engine
 from .memory import Memory
 from .series import split_series
+from .system_recent import RecentSystem
 
 MAX_POINTS = 100_000
 MINUTE_MS = 60_000
@@ -69,11 +70,16 @@ class Grid:
 
 
 class System:
-    def __init__(self, engine: Engine, db: str, changes: Changes, *, remembered: int = 128) -> None:
+    def __init__(
+        self, engine: Engine, db: str, changes: Changes, *, remembered: int = 128, recent: RecentSystem | None = None
+    ) -> None:
+        """``recent``: the per-minute rollup of the jobs this process wrote, in memory (None: every series is read
+        from the tables)."""
         self._engine = engine
         self._db = db
         self._changes = changes
         self._memory = Memory(remembered)
+        self._recent = recent
 
     def catalog(self, job: str) -> list[dict[str, Any]]:
         """Every (worker, metric) of ``job`` with its devices and time extent."""
@@ -109,7 +115,8 @@ class System:
 
         Buckets without samples are absent; each present bucket has avg, min, max, last and count. Series
         read from a rollup are remembered while the store sees every write and the job's data is unchanged
-        (raw samples are not: a retention period deletes them without a write).
+        (raw samples are not: a retention period deletes them without a write); those of a job whose samples
+        this process wrote from its first are computed from the in-memory rollup, without a query.
         """
         version, found = self._remembered(job, metrics, window)  # the version taken before the read
         if found is not None:
@@ -118,7 +125,14 @@ class System:
         if window.devices is not None:
             where += " AND device IN {devices:Array(String)}"
             params["devices"] = list(window.devices)
-        kept = self._read_series(where, params, rollup_for(window.start_ms, window.step_ms))
+        rollup = rollup_for(window.start_ms, window.step_ms)
+        kept = None
+        if rollup is not None and self._recent is not None:
+            kept = self._recent.series(
+                job, metrics, window.start_ms, window.end_ms, window.step_ms, window.workers, window.devices
+            )
+        if kept is None:
+            kept = self._read_series(where, params, rollup)
         if version is not None:
             self._memory.put((job, tuple(metrics), window), version, kept)
         return [dict(one) for one in kept]

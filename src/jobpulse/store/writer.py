@@ -2,7 +2,8 @@
 
 Tables whose materialized views sum (log sizes, per-minute system rollups) must not see a
 resent row twice, so before inserting logs and system samples the writer looks up the
-keys already stored in the batch's time range of each job and keeps only the new rows.
+keys already stored in the batch's time range of each job and keeps only the new rows. The system
+samples it stores are counted in the in-memory per-minute rollup too (``system_recent.py``).
 
 Scalars feed sums too: the writer inserts the chart rollup's blocks of each batch (``rollup.py``)
 and each series' summary row (``latest.py``) itself, both before the points. A resent point
@@ -32,6 +33,7 @@ from .engine import Engine
 from .latest import latest_rows
 from .rollup import by_series, rollup_rows
 from .series import one_value, run_starts
+from .system_recent import RecentSystem
 
 # table -> columns that, with job and ts, identify a row
 _IDENTITY = {"logs": ("worker", "seq"), "system": ("worker", "metric", "device")}
@@ -62,16 +64,23 @@ class _NewPoints:
 
 
 class Writer:
-    def __init__(self, engine: Engine, db: str, changes: Changes, catalogue: Catalogue) -> None:
+    def __init__(
+        self, engine: Engine, db: str, changes: Changes, catalogue: Catalogue, recent: RecentSystem | None = None
+    ) -> None:
+        """``recent``: the in-memory per-minute rollup the system samples written are counted in too."""
         self._engine = engine
         self._db = db
         self._changes = changes
         self._catalogue = catalogue
+        self._recent = recent
         self._clock = threading.Lock()
         self._last_inserted = 0
         # One batch of points at a time: what a batch replaces, and the catalogue's memory of a job read
         # while a batch is written, are only right if no other batch of the same series is half written.
         self._scalars = threading.Lock()
+        # One batch of system samples at a time: two batches resending the same samples must not both find
+        # them new, and the in-memory rollup must count each batch the table was given, once.
+        self._system = threading.Lock()
 
     def write(self, tables: dict[str, pa.Table]) -> dict[str, int]:
         """Insert each table's rows; answers the rows written per table."""
@@ -87,6 +96,10 @@ class Writer:
                     with self._scalars:
                         written[name] = self._write_scalars(table)
                     continue
+                if name == "system":
+                    with self._system:
+                        written[name] = self._write_system(table)
+                    continue
                 if name in _IDENTITY:
                     table = self._new_rows(name, table)
                 if table.num_rows:
@@ -95,6 +108,34 @@ class Writer:
         finally:
             self._changes.note(jobs)
         return written
+
+    def _write_system(self, table: pa.Table) -> int:
+        """Insert the samples of ``table`` not stored yet, counted in the in-memory rollup where it keeps their job;
+        answers the samples inserted."""
+        table = self._new_rows("system", table)
+        if not table.num_rows:
+            return 0
+        recent = self._recent
+        if recent is not None:
+            jobs = pc.unique(table.column("job")).to_pylist()
+            for job in recent.unknown(jobs):
+                stored = self._engine.query(
+                    f"SELECT count() AS n FROM (SELECT 1 FROM {self._db}.system_1m WHERE job = {{job:String}} LIMIT 1)",
+                    {"job": job},
+                ).column("n")[0].as_py()
+                if stored:
+                    recent.refuse([job])
+                else:
+                    recent.begin(job)
+        try:
+            self._engine.insert(f"{self._db}.system", table)
+        except BaseException:
+            if recent is not None:
+                recent.refuse(jobs)  # some blocks may have been stored
+            raise
+        if recent is not None:
+            recent.add(table)
+        return table.num_rows
 
     def _new_rows(self, name: str, table: pa.Table) -> pa.Table:
         """The rows of ``table`` whose key is neither stored nor held by an earlier row of the batch."""
