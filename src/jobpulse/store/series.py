@@ -22,6 +22,19 @@ def run_starts(columns: list[pa.ChunkedArray]) -> np.ndarray:
     return np.flatnonzero(np.concatenate(([True], changed)))
 
 
+def series_runs(columns: list[pa.ChunkedArray], ts_ms: np.ndarray) -> np.ndarray | None:
+    """The rows at which each key's run begins, where the rows hold every key (``columns``) in one run of
+    increasing times ``ts_ms``, as rows sent series by series do; None for rows in any other order."""
+    starts = run_starts(columns)
+    if len(starts) > 1:
+        keys = zip(*(column.take(pa.array(starts)).to_pylist() for column in columns), strict=True)
+        if len(set(keys)) < len(starts):
+            return None
+    later = ts_ms[1:] > ts_ms[:-1]
+    later[starts[1:] - 1] = True  # a run's first time need not follow the run before it
+    return starts if bool(np.all(later)) else None
+
+
 def one_value(column: pa.Array | pa.ChunkedArray) -> str | None:
     """The text of every row of a string column that holds one value and no null; None for any other column.
 

@@ -25,6 +25,7 @@ MAX_POINTS = 100_000
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 _ROLLUPS = ((HOUR_MS, "system_1h", "hour"), (MINUTE_MS, "system_1m", "minute"))
+_PERIOD_MS = {column: period for period, _, column in _ROLLUPS}
 
 
 def align_start(start_ms: int, step_ms: int) -> int:
@@ -154,7 +155,18 @@ class System:
         self, where: str, params: dict[str, Any], rollup: tuple[str, str] | None
     ) -> list[dict[str, Any]]:
         """The series selected by ``where`` and ``params``, read from ``rollup`` or from the raw samples."""
-        if rollup is not None:
+        if rollup is not None and params["step"] == _PERIOD_MS[rollup[1]]:
+            # a bucket a period: the rollup's rows merged by FINAL, no grouping; reading in the key's order
+            # only slowed the sort (64 series of an hour: 18-20 ms, 6-9 ms without; grouped: 12-14 ms)
+            table, period = rollup
+            sql = f"""SELECT worker, metric, device,
+                    intDiv(toUnixTimestamp({period}) * 1000 - {{start:Int64}}, {{step:Int64}}) AS b,
+                    sum / count AS avg, min, max, tupleElement(last, 2) AS last_value, count
+                FROM {self._db}.{table} FINAL
+                WHERE {where} AND {_periods_in_window(period)}
+                ORDER BY worker, metric, device, b
+                SETTINGS optimize_read_in_order = 0"""
+        elif rollup is not None:
             table, period = rollup
             sql = f"""SELECT worker, metric, device,
                     intDiv(toUnixTimestamp({period}) * 1000 - {{start:Int64}}, {{step:Int64}}) AS b,
@@ -173,8 +185,9 @@ class System:
                           AND fromUnixTimestamp64Milli({{end:Int64}})
                       LIMIT 1 BY worker, metric, device, ts)
                 GROUP BY worker, metric, device, b ORDER BY worker, metric, device, b"""
+        found = self._engine.query(sql, params)
         return split_series(
-            self._engine.query(sql, params),
+            found.rename_columns(["last" if name == "last_value" else name for name in found.column_names]),
             ("worker", "metric", "device"),
             "t",
             params["start"],

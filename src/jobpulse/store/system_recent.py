@@ -30,6 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .series import one_value, series_runs
+
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 _KEY = ("worker", "metric", "device")
@@ -134,14 +136,15 @@ class RecentSystem:
     def add(self, samples: pa.Table) -> None:
         """Count the samples the rollup was just given (columns job, worker, metric, device, ts, value)."""
         jobs = samples.column("job")
+        only = one_value(jobs)  # a request of one job, as most are
         with self._lock:
-            for name in pc.unique(jobs).to_pylist():
+            for name in [only] if only is not None else pc.unique(jobs).to_pylist():
                 job = self._current(name)
                 if job is None:
                     continue
                 self._jobs.move_to_end(name)
                 before = job.cells
-                _add_minutes(job, samples.filter(pc.equal(jobs, name)))
+                _add_minutes(job, samples if only is not None else samples.filter(pc.equal(jobs, name)))
                 self._total += job.cells - before
             while self._total > self._cells and self._jobs:
                 name = next(iter(self._jobs))
@@ -232,19 +235,25 @@ def _add_minutes(job: _Job, samples: pa.Table) -> None:
     """Merge the per-minute aggregates of one job's ``samples`` into its kept series."""
     ts = pc.cast(samples.column("ts"), pa.int64()).to_numpy()
     values = samples.column("value").to_numpy()
-    codes, names = _codes([samples.column(name) for name in _KEY])
+    columns = [samples.column(name) for name in _KEY]
+    runs = series_runs(columns, ts)
+    if runs is not None:  # sent series by series: each series' rows together, in time order
+        codes = np.repeat(np.arange(len(runs)), np.diff(np.append(runs, len(ts))))
+        names = list(zip(*(column.take(pa.array(runs)).to_pylist() for column in columns), strict=True))
+    else:
+        codes, names = _codes(columns)
+        order = np.lexsort((ts, codes))
+        codes, ts, values = codes[order], ts[order], values[order]
     minute = ts - ts % MINUTE_MS
-    order = np.lexsort((ts, minute, codes))
-    codes, minute, ts, values = codes[order], minute[order], ts[order], values[order]
     starts = np.flatnonzero(np.concatenate(([True], (codes[1:] != codes[:-1]) | (minute[1:] != minute[:-1]))))
-    ends = np.append(starts[1:], len(order)) - 1
+    ends = np.append(starts[1:], len(ts)) - 1
     with np.errstate(invalid="ignore", over="ignore"):  # infinities of both signs sum to NaN, as in the table
         sums = np.add.reduceat(values, starts)
     groups = (
         codes[starts].tolist(),
         minute[starts].tolist(),
         sums.tolist(),
-        np.diff(np.append(starts, len(order))).tolist(),
+        np.diff(np.append(starts, len(ts))).tolist(),
         np.fmin.reduceat(values, starts).tolist(),
         np.fmax.reduceat(values, starts).tolist(),
         ts[ends].tolist(),

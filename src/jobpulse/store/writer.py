@@ -32,7 +32,7 @@ from .changes import Changes
 from .engine import Engine
 from .latest import latest_rows
 from .rollup import by_series, rollup_rows
-from .series import one_value, run_starts
+from .series import one_value, run_starts, series_runs
 from .system_recent import RecentSystem
 
 # table -> columns that, with job and ts, identify a row
@@ -117,7 +117,8 @@ class Writer:
             return 0
         recent = self._recent
         if recent is not None:
-            jobs = pc.unique(table.column("job")).to_pylist()
+            only = one_value(table.column("job"))
+            jobs = [only] if only is not None else pc.unique(table.column("job")).to_pylist()
             for job in recent.unknown(jobs):
                 stored = self._engine.query(
                     f"SELECT count() AS n FROM (SELECT 1 FROM {self._db}.system_1m WHERE job = {{job:String}} LIMIT 1)",
@@ -369,22 +370,17 @@ def _series_runs(table: pa.Table, names: list[str]) -> tuple[np.ndarray, list[tu
 
 
 def _first_of_each_key(columns: list[pa.ChunkedArray], ts_ms: np.ndarray) -> np.ndarray:
-    """Which rows are the first of their key (``columns`` and ``ts_ms``) in the batch. Rows sent as series (each
-    key's rows together, their times increasing) are checked in one pass; others are sorted."""
+    """Which rows are the first of their key (``columns`` and ``ts_ms``) in the batch. Rows sent series by series
+    hold no repeat, which one pass tells; others are sorted."""
     n = len(ts_ms)
+    if series_runs(columns, ts_ms) is not None:
+        return np.ones(n, dtype=bool)
     codes = np.zeros(n, dtype=np.int64)
     for column in columns:
-        if one_value(column) is not None:  # one job, one worker: nothing to tell apart
-            continue
         encoded = pc.dictionary_encode(column).combine_chunks()
         if n and (int(codes.max()) + 1) * len(encoded.dictionary) >= 1 << 62:
             codes = np.unique(codes, return_inverse=True)[1]  # numbered densely again, so that codes stay exact
         codes = codes * len(encoded.dictionary) + encoded.indices.to_numpy(zero_copy_only=False)
-    same = codes[1:] == codes[:-1]
-    if bool(np.all(ts_ms[1:][same] > ts_ms[:-1][same])):
-        runs = n - int(np.count_nonzero(same))
-        if runs <= 1 or runs == len(np.unique(codes[np.flatnonzero(np.concatenate(([True], ~same)))])):
-            return np.ones(n, dtype=bool)  # each key one run of increasing times
     order = np.lexsort((ts_ms, codes))  # stable: of equal keys the earliest row comes first
     repeated = (codes[order][1:] == codes[order][:-1]) & (ts_ms[order][1:] == ts_ms[order][:-1])
     keep = np.ones(n, dtype=bool)
