@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 import random
 
-import pyarrow as pa
 import pytest
 
 from helpers import T0, CountingEngine, FailingInserts, post_columns
 from jobpulse.store import SeriesWindow, Store
+from jobpulse.store.columns import columns_to_arrow
 
 HOUR = 3_600_000
 T0_HOUR = T0 - T0 % HOUR
@@ -108,13 +108,9 @@ def test_every_window_of_the_memory_equals_the_rollups_answer(client, store):
     ]
     for metrics in (["gpu_util"], ["gpu_util", "power"]):
         for window in windows:
-            found = store.system._recent.series("j1", metrics, *_args(window))
+            found = store.system._recent.series("j1", metrics, window)
             assert found is not None
             assert _same(found, _from_tables(store, "j1", metrics, window)), (metrics, window)
-
-
-def _args(window: SeriesWindow) -> tuple:
-    return window.start_ms, window.end_ms, window.step_ms, window.workers, window.devices
 
 
 def test_a_job_stored_before_this_process_is_read_from_the_tables(client, store, embedded_engine):
@@ -122,34 +118,25 @@ def test_a_job_stored_before_this_process_is_read_from_the_tables(client, store,
     restarted = Store(embedded_engine, store.database)
     restarted.writer.write(store_batch("j1", [("w0", "gpu_util", "0", T0 + 60_000, 100.0)]))
     window = SeriesWindow(T0, T0 + 119_999, 60_000)
-    assert restarted.system._recent.series("j1", ["gpu_util"], *_args(window)) is None
+    assert restarted.system._recent.series("j1", ["gpu_util"], window) is None
     assert restarted.system.series("j1", ["gpu_util"], window)[0]["avg"] == [2.5, 100.0]
 
 
 def store_batch(job: str, samples: list[tuple[str, str, str, int, float]]) -> dict:
     """The tables the writer takes for ``samples`` of ``job``."""
-    columns = list(zip(*samples, strict=True))
-    table = pa.table(
-        {
-            "job": [job] * len(samples),
-            "worker": list(columns[0]),
-            "metric": list(columns[1]),
-            "device": list(columns[2]),
-            "ts": pa.array(list(columns[3]), pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
-            "value": pa.array(list(columns[4]), pa.float64()),
-        }
-    )
-    return {"system": table}
+    worker, metric, device, ts, value = (list(column) for column in zip(*samples, strict=True))
+    names = {"worker": worker, "metric": metric, "device": device, "ts": ts, "value": value}
+    return {"system": columns_to_arrow("system", {"job": [job] * len(samples), **names})}
 
 
 def test_deleting_a_jobs_data_ends_its_memory_and_new_samples_start_it_again(client, store):
     _post(client, "j1", [("w0", "gpu_util", "0", T0 + i * 10_000, 1.0) for i in range(6)])
     window = SeriesWindow(T0, T0 + 119_999, 60_000)
     store.jobs.delete_data("j1")
-    assert store.system._recent.series("j1", ["gpu_util"], *_args(window)) is None
+    assert store.system._recent.series("j1", ["gpu_util"], window) is None
     assert store.system.series("j1", ["gpu_util"], window) == []
     _post(client, "j1", [("w0", "gpu_util", "0", T0 + 60_000, 7.0)])
-    kept = store.system._recent.series("j1", ["gpu_util"], *_args(window))
+    kept = store.system._recent.series("j1", ["gpu_util"], window)
     assert kept == _from_tables(store, "j1", ["gpu_util"], window) and kept[0]["avg"] == [7.0]
 
 
@@ -160,8 +147,8 @@ def test_the_jobs_written_longest_ago_leave_the_memory_first(embedded_engine):
         store.writer.write(store_batch(job, [("w0", "m", "0", T0 + i * 60_000, float(i)) for i in range(minutes)]))
     assert store.system._recent.cells == 5
     store.writer.write(store_batch("a", [("w0", "m", "0", T0 + 3 * 60_000, 3.0)]))  # a: 4 minutes
-    assert store.system._recent.series("b", ["m"], *_args(window)) is None  # 4 + 2 > 5: b went, a stays
-    assert store.system._recent.series("a", ["m"], *_args(window))[0]["avg"] == [0.0, 1.0, 2.0, 3.0]
+    assert store.system._recent.series("b", ["m"], window) is None  # 4 + 2 > 5: b went, a stays
+    assert store.system._recent.series("a", ["m"], window)[0]["avg"] == [0.0, 1.0, 2.0, 3.0]
     assert store.system._recent.cells == 4
     store.writer.write(store_batch("b", [("w0", "m", "0", T0 + 2 * 60_000, 2.0)]))  # no longer kept
     assert store.system._recent.cells == 4
@@ -178,7 +165,7 @@ def test_a_failed_insert_ends_the_memory_of_its_job(client, store):
     failing.failing = False
     store.writer.write(store_batch("j1", [("w0", "gpu_util", "0", T0 + 120_000, 3.0)]))
     window = SeriesWindow(T0, T0 + 179_999, 60_000)
-    assert store.system._recent.series("j1", ["gpu_util"], *_args(window)) is None
+    assert store.system._recent.series("j1", ["gpu_util"], window) is None
     assert store.system.series("j1", ["gpu_util"], window)[0]["avg"] == [1.0, 3.0]
 
 

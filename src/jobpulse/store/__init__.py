@@ -51,7 +51,8 @@ class Store:
         self.scalars = Scalars(engine, database, self.changes, catalogue)
         self.events = Events(engine, database)
         self.logs = Logs(engine, database, self.changes)
-        recent = RecentSystem(recent_system_cells, self.changes.deletions) if sees_every_write else None
+        keeps_recent = sees_every_write and recent_system_cells > 0
+        recent = RecentSystem(recent_system_cells, self.changes.deletions) if keeps_recent else None
         self.system = System(engine, database, self.changes, recent=recent)
         self.keys = Keys(engine, database)
         self.state = ServerState(engine, database)

@@ -22,17 +22,21 @@ def run_starts(columns: list[pa.ChunkedArray]) -> np.ndarray:
     return np.flatnonzero(np.concatenate(([True], changed)))
 
 
-def series_runs(columns: list[pa.ChunkedArray], ts_ms: np.ndarray) -> np.ndarray | None:
-    """The rows at which each key's run begins, where the rows hold every key (``columns``) in one run of
-    increasing times ``ts_ms``, as rows sent series by series do; None for rows in any other order."""
-    starts = run_starts(columns)
-    if len(starts) > 1:
-        keys = zip(*(column.take(pa.array(starts)).to_pylist() for column in columns), strict=True)
-        if len(set(keys)) < len(starts):
-            return None
-    later = ts_ms[1:] > ts_ms[:-1]
-    later[starts[1:] - 1] = True  # a run's first time need not follow the run before it
-    return starts if bool(np.all(later)) else None
+def row_keys(table: pa.Table, names: tuple[str, ...]) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+    """A code per row naming its values of the columns ``names``, and the values each code names.
+
+    A column that holds one value (a batch's job, mostly; a scalar's variant, often) is found as such and left
+    out of the codes: JSON lines of 10 metrics, 100,000 points, 7.0 -> 2.4 ms. Rows that come in runs of one key
+    are told apart by comparing neighbours, others by hashing every row."""
+    same = {name: one_value(table.column(name)) for name in names}
+    varying = [name for name in names if same[name] is None]
+    if not varying:
+        return np.zeros(table.num_rows, dtype=np.int64), [tuple(same[name] for name in names)]
+    found = _key_runs(table, varying)
+    if found is None:
+        found = _hashed(table, varying)
+    codes, keys = found
+    return codes, [tuple(key[varying.index(n)] if same[n] is None else same[n] for n in names) for key in keys]
 
 
 def one_value(column: pa.Array | pa.ChunkedArray) -> str | None:
@@ -79,3 +83,48 @@ def split_series(
         {**dict(zip(keys, key, strict=True)), x_name: xs[lo:hi], **{k: c[lo:hi] for k, c in columns.items()}}
         for key, (lo, hi) in zip(key_rows, cuts, strict=True)
     ]
+
+
+def _hashed(table: pa.Table, names: list[str]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """A code per row naming its values of the columns ``names``, and the values each code names."""
+    if len(names) == 1:  # the codes of one column's dictionary are already numbered by first row
+        encoded = pc.dictionary_encode(table.column(names[0])).combine_chunks()
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        return codes, [(value,) for value in encoded.dictionary.to_pylist()]
+    codes = np.zeros(table.num_rows, dtype=np.int64)
+    for name in names:
+        encoded = pc.dictionary_encode(table.column(name)).combine_chunks()
+        size = max(1, len(encoded.dictionary))
+        if codes.size and int(codes.max()) >= np.iinfo(np.int64).max // size:
+            codes = np.unique(codes, return_inverse=True)[1].astype(np.int64)  # renumber before it overflows
+        codes = codes * size + encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    if codes.size and int(codes.max()) < 4 * codes.size:  # the usual batch: renumber by counting, no sort
+        present = np.zeros(int(codes.max()) + 1, dtype=bool)
+        present[codes] = True
+        number = np.cumsum(present) - 1
+        first_rows = np.empty(len(present), dtype=np.int64)
+        first_rows[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # the last write for a code is its first row
+        first_rows, codes = first_rows[present], number[codes]
+    else:
+        _, first_rows, codes = np.unique(codes, return_index=True, return_inverse=True)
+    values = [table.column(name).take(pa.array(first_rows)).to_pylist() for name in names]
+    return codes.reshape(-1), list(zip(*values, strict=True))
+
+
+def _key_runs(table: pa.Table, names: list[str]) -> tuple[np.ndarray, list[tuple[str, ...]]] | None:
+    """``_hashed`` for the usual batch, whose rows come in runs of one key (a columnar or Arrow body sends a
+    series at a time): neighbours are compared instead of every row hashed. None when the rows change series
+    too often for that to pay."""
+    n = table.num_rows
+    columns = [table.column(name) for name in names]
+    most = max(64, n // 256)
+    if len(run_starts([column.slice(0, 4096) for column in columns])) > most:
+        return None  # its first rows change series too often already (JSON lines, step by step)
+    starts = run_starts(columns)
+    if len(starts) > most:
+        return None
+    at = pa.array(starts)
+    keys = list(zip(*(column.take(at).to_pylist() for column in columns), strict=True))
+    index: dict[tuple[str, ...], int] = {}
+    run_codes = np.fromiter((index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(keys))
+    return np.repeat(run_codes, np.diff(np.append(starts, n))), list(index)

@@ -129,9 +129,7 @@ class System:
         rollup = rollup_for(window.start_ms, window.step_ms)
         kept = None
         if rollup is not None and self._recent is not None:
-            kept = self._recent.series(
-                job, metrics, window.start_ms, window.end_ms, window.step_ms, window.workers, window.devices
-            )
+            kept = self._recent.series(job, metrics, window)
         if kept is None:
             kept = self._read_series(where, params, rollup)
         if version is not None:
@@ -161,7 +159,7 @@ class System:
             table, period = rollup
             sql = f"""SELECT worker, metric, device,
                     intDiv(toUnixTimestamp({period}) * 1000 - {{start:Int64}}, {{step:Int64}}) AS b,
-                    sum / count AS avg, min, max, tupleElement(last, 2) AS last_value, count
+                    sum / count AS avg, min, max, tupleElement(last, 2) AS last, count
                 FROM {self._db}.{table} FINAL
                 WHERE {where} AND {_periods_in_window(period)}
                 ORDER BY worker, metric, device, b
@@ -185,9 +183,8 @@ class System:
                           AND fromUnixTimestamp64Milli({{end:Int64}})
                       LIMIT 1 BY worker, metric, device, ts)
                 GROUP BY worker, metric, device, b ORDER BY worker, metric, device, b"""
-        found = self._engine.query(sql, params)
         return split_series(
-            found.rename_columns(["last" if name == "last_value" else name for name in found.column_names]),
+            self._engine.query(sql, params),
             ("worker", "metric", "device"),
             "t",
             params["start"],

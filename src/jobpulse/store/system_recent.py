@@ -24,13 +24,17 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import truediv
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .series import one_value, series_runs
+from .rollup import by_series_then_x
+from .series import one_value, row_keys
+
+if TYPE_CHECKING:
+    from .system import SeriesWindow
 
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
@@ -117,8 +121,6 @@ class RecentSystem:
 
     def begin(self, job: str) -> None:
         """Keep ``job`` from now on: the rollup holds none of its samples."""
-        if self._cells <= 0:
-            return self.refuse([job])
         with self._lock:
             if self._current(job) is None and job not in self._refused:
                 self._jobs[job] = _Job(self._deletions(job))
@@ -151,25 +153,17 @@ class RecentSystem:
                 self._drop(name)
                 self._refused[name] = None
 
-    def series(
-        self,
-        job: str,
-        metrics: list[str],
-        start_ms: int,
-        end_ms: int,
-        step_ms: int,
-        workers: Iterable[str] | None = None,
-        devices: Iterable[str] | None = None,
-    ) -> list[dict[str, Any]] | None:
-        """The series the rollup would answer for [start_ms, end_ms] in buckets of ``step_ms`` (whole minutes
-        from a whole minute; the minutes of the period, hour or minute, in which ``end_ms`` falls included), of
-        ``metrics``, ``workers`` and ``devices`` (all where None), ordered by worker, metric and device;
-        None where ``job`` is not kept."""
+    def series(self, job: str, metrics: list[str], window: SeriesWindow) -> list[dict[str, Any]] | None:
+        """The series the rollup would answer for ``window`` (whole minutes from a whole minute; the minutes of
+        the period, hour or minute, in which its end falls included) of ``metrics``, ordered by worker, metric
+        and device; None where ``job`` is not kept."""
+        start_ms, end_ms, step_ms = window.start_ms, window.end_ms, window.step_ms
         if step_ms % MINUTE_MS or start_ms % MINUTE_MS:
             return None
         period = HOUR_MS if step_ms % HOUR_MS == 0 and start_ms % HOUR_MS == 0 else MINUTE_MS
         stop = end_ms - end_ms % period + period
         # as the table's query filters: no workers named is every worker, no devices named is none
+        workers, devices = window.workers, window.devices
         wanted = (set(metrics), set(workers) if workers else None, None if devices is None else set(devices))
         with self._lock:
             kept = self._current(job)
@@ -235,14 +229,9 @@ def _add_minutes(job: _Job, samples: pa.Table) -> None:
     """Merge the per-minute aggregates of one job's ``samples`` into its kept series."""
     ts = pc.cast(samples.column("ts"), pa.int64()).to_numpy()
     values = samples.column("value").to_numpy()
-    columns = [samples.column(name) for name in _KEY]
-    runs = series_runs(columns, ts)
-    if runs is not None:  # sent series by series: each series' rows together, in time order
-        codes = np.repeat(np.arange(len(runs)), np.diff(np.append(runs, len(ts))))
-        names = list(zip(*(column.take(pa.array(runs)).to_pylist() for column in columns), strict=True))
-    else:
-        codes, names = _codes(columns)
-        order = np.lexsort((ts, codes))
+    codes, names = row_keys(samples, _KEY)
+    order = by_series_then_x(codes, ts)  # None for rows sent series by series, in time order
+    if order is not None:
         codes, ts, values = codes[order], ts[order], values[order]
     minute = ts - ts % MINUTE_MS
     starts = np.flatnonzero(np.concatenate(([True], (codes[1:] != codes[:-1]) | (minute[1:] != minute[:-1]))))
@@ -274,21 +263,3 @@ def _add_minutes(job: _Job, samples: pa.Table) -> None:
             size = len(kept.minute)
             kept.merge(*row)
             job.cells += len(kept.minute) - size
-
-
-def _codes(columns: list[pa.ChunkedArray]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
-    """A code per row for the combination of ``columns`` it holds, and the combination of each code."""
-    encoded = [pc.dictionary_encode(column).combine_chunks() for column in columns]
-    dictionaries = [e.dictionary.to_pylist() for e in encoded]
-    combined = np.zeros(len(encoded[0]), dtype=np.int64)
-    for e, names in zip(encoded, dictionaries, strict=True):
-        combined = combined * len(names) + e.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    used, codes = np.unique(combined, return_inverse=True)
-    combos = []
-    for code in used.tolist():
-        parts = []
-        for names in reversed(dictionaries):
-            code, at = divmod(code, len(names))
-            parts.append(names[at])
-        combos.append(tuple(reversed(parts)))
-    return codes, combos

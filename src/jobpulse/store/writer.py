@@ -31,8 +31,8 @@ from .catalogue import Catalogue, Series
 from .changes import Changes
 from .engine import Engine
 from .latest import latest_rows
-from .rollup import by_series, rollup_rows
-from .series import one_value, run_starts, series_runs
+from .rollup import by_series, by_series_then_x, rollup_rows
+from .series import one_value, row_keys
 from .system_recent import RecentSystem
 
 # table -> columns that, with job and ts, identify a row
@@ -142,7 +142,7 @@ class Writer:
         """The rows of ``table`` whose key is neither stored nor held by an earlier row of the batch."""
         extra = _IDENTITY[name]
         ts_ms = pc.cast(table.column("ts"), pa.int64()).to_numpy()
-        keep = _first_of_each_key([table.column(c) for c in ("job", *extra)], ts_ms)
+        keep = _first_of_each_key(table, ("job", *extra), ts_ms)
         jobs = table.column("job")
         for job in pc.unique(jobs).to_pylist():
             mask = pc.equal(jobs, job).to_numpy(zero_copy_only=False)
@@ -308,81 +308,18 @@ def _in_key_order(codes: np.ndarray, series: list[Series]) -> tuple[np.ndarray, 
 
 
 def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[Series]]:
-    """A code per row naming its (job, metric, variant), and the series each code names.
-
-    A name column that holds one value (a batch's job, mostly; its variant, often) is found as such and left
-    out of the codes: JSON lines of 10 metrics, 100,000 points, 7.0 -> 2.4 ms."""
-    names = ("job", "metric", "variant")
-    same = {name: one_value(table.column(name)) for name in names}
-    varying = [name for name in names if same[name] is None]
-    if not varying:
-        return np.zeros(table.num_rows, dtype=np.int64), [(same["job"], same["metric"], same["variant"])]
-    found = _series_runs(table, varying)
-    if found is None:
-        found = _hashed(table, varying)
-    codes, keys = found
-    return codes, [tuple(key[varying.index(n)] if same[n] is None else same[n] for n in names) for key in keys]
+    """A code per row naming its (job, metric, variant), and the series each code names."""
+    return row_keys(table, ("job", "metric", "variant"))  # type: ignore[return-value]
 
 
-def _hashed(table: pa.Table, names: list[str]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
-    """A code per row naming its values of the columns ``names``, and the values each code names."""
-    if len(names) == 1:  # the codes of one column's dictionary are already numbered by first row
-        encoded = pc.dictionary_encode(table.column(names[0])).combine_chunks()
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        return codes, [(value,) for value in encoded.dictionary.to_pylist()]
-    codes = np.zeros(table.num_rows, dtype=np.int64)
-    for name in names:
-        encoded = pc.dictionary_encode(table.column(name)).combine_chunks()
-        size = max(1, len(encoded.dictionary))
-        if codes.size and int(codes.max()) >= np.iinfo(np.int64).max // size:
-            codes = np.unique(codes, return_inverse=True)[1].astype(np.int64)  # renumber before it overflows
-        codes = codes * size + encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    if codes.size and int(codes.max()) < 4 * codes.size:  # the usual batch: renumber by counting, no sort
-        present = np.zeros(int(codes.max()) + 1, dtype=bool)
-        present[codes] = True
-        number = np.cumsum(present) - 1
-        first_rows = np.empty(len(present), dtype=np.int64)
-        first_rows[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # the last write for a code is its first row
-        first_rows, codes = first_rows[present], number[codes]
-    else:
-        _, first_rows, codes = np.unique(codes, return_index=True, return_inverse=True)
-    values = [table.column(name).take(pa.array(first_rows)).to_pylist() for name in names]
-    return codes.reshape(-1), list(zip(*values, strict=True))
-
-
-def _series_runs(table: pa.Table, names: list[str]) -> tuple[np.ndarray, list[tuple[str, ...]]] | None:
-    """``_hashed`` for the usual batch, whose rows come in runs of one series (a columnar or Arrow body sends a
-    series at a time): neighbours are compared instead of every row hashed. None when the rows change series
-    too often for that to pay."""
-    n = table.num_rows
-    columns = [table.column(name) for name in names]
-    most = max(64, n // 256)
-    if len(run_starts([column.slice(0, 4096) for column in columns])) > most:
-        return None  # its first rows change series too often already (JSON lines, step by step)
-    starts = run_starts(columns)
-    if len(starts) > most:
-        return None
-    at = pa.array(starts)
-    keys = list(zip(*(column.take(at).to_pylist() for column in columns), strict=True))
-    index: dict[tuple[str, ...], int] = {}
-    run_codes = np.fromiter((index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(keys))
-    return np.repeat(run_codes, np.diff(np.append(starts, n))), list(index)
-
-
-def _first_of_each_key(columns: list[pa.ChunkedArray], ts_ms: np.ndarray) -> np.ndarray:
-    """Which rows are the first of their key (``columns`` and ``ts_ms``) in the batch. Rows sent series by series
-    hold no repeat, which one pass tells; others are sorted."""
-    n = len(ts_ms)
-    if series_runs(columns, ts_ms) is not None:
-        return np.ones(n, dtype=bool)
-    codes = np.zeros(n, dtype=np.int64)
-    for column in columns:
-        encoded = pc.dictionary_encode(column).combine_chunks()
-        if n and (int(codes.max()) + 1) * len(encoded.dictionary) >= 1 << 62:
-            codes = np.unique(codes, return_inverse=True)[1]  # numbered densely again, so that codes stay exact
-        codes = codes * len(encoded.dictionary) + encoded.indices.to_numpy(zero_copy_only=False)
-    order = np.lexsort((ts_ms, codes))  # stable: of equal keys the earliest row comes first
-    repeated = (codes[order][1:] == codes[order][:-1]) & (ts_ms[order][1:] == ts_ms[order][:-1])
-    keep = np.ones(n, dtype=bool)
+def _first_of_each_key(table: pa.Table, names: tuple[str, ...], ts_ms: np.ndarray) -> np.ndarray:
+    """Which rows are the first of their key (the columns ``names`` and ``ts_ms``) in the batch."""
+    codes, _ = row_keys(table, names)
+    order = by_series_then_x(codes, ts_ms)  # stable: of equal keys the earliest row comes first
+    if order is None:
+        order = np.arange(len(codes))
+    codes, ts_ms = codes[order], ts_ms[order]
+    repeated = (codes[1:] == codes[:-1]) & (ts_ms[1:] == ts_ms[:-1])
+    keep = np.ones(len(codes), dtype=bool)
     keep[order[1:][repeated]] = False
     return keep
