@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from helpers import T0, CountingEngine, post_columns, scalar_series
+from jobpulse.store.jobs import now_ms
 
 
 def make_job(client, job: str, project: str = "proj", **fields) -> dict:
@@ -132,6 +133,48 @@ def test_a_job_ends_when_all_its_workers_end(client):
     assert job["job"]["status"] == "failed"
     assert job["job"]["error_message"] == "worker-1 failed with exit code 3"
     assert {w["worker"]: w["exit_code"] for w in job["workers"]} == {"worker-0": 0, "worker-1": 3}
+
+
+def test_changes_sent_late_keep_the_times_they_carry(client):
+    t0 = now_ms() - 3_600_000  # spooled an hour ago
+    assert make_job(client, "late", at=t0)["created"] == t0
+    client.put("/jp/v1/jobs/late/workers/worker-0", json={"status": "running", "at": t0 + 10})
+    client.put("/jp/v1/jobs/late/workers/worker-1", json={"status": "running", "at": t0 + 20})
+    client.put("/jp/v1/jobs/late/workers/worker-1", json={"status": "completed", "at": t0 + 900})
+    client.put("/jp/v1/jobs/late/workers/worker-0", json={"status": "completed", "at": t0 + 500})
+    answer = client.get("/jp/v1/jobs/late").json()
+    assert [(w["started"], w["ended"]) for w in answer["workers"]] == [(t0 + 10, t0 + 500), (t0 + 20, t0 + 900)]
+    job = answer["job"]
+    assert (job["status"], job["started"], job["ended"]) == ("completed", t0 + 10, t0 + 900)  # its last worker's end
+    make_job(client, "late-patched", at=t0)
+    client.patch("/jp/v1/jobs/late-patched", json={"status": "running", "at": t0 + 1})
+    job = client.patch("/jp/v1/jobs/late-patched", json={"status": "stopped", "at": t0 + 2}).json()["job"]
+    assert (job["created"], job["started"], job["ended"]) == (t0, t0 + 1, t0 + 2)
+
+
+def test_a_time_ahead_of_the_servers_clock_is_taken_as_now(client):
+    before = now_ms()
+    worker = client.put("/jp/v1/jobs/ahead/workers/w", json={"status": "running", "at": before + 86_400_000})
+    assert worker.status_code == 404  # the job must exist first
+    make_job(client, "ahead", at=before + 86_400_000)
+    worker = client.put("/jp/v1/jobs/ahead/workers/w", json={"status": "running", "at": before + 86_400_000})
+    assert before <= worker.json()["worker"]["started"] <= now_ms()
+    assert before <= client.get("/jp/v1/jobs/ahead").json()["job"]["created"] <= now_ms()
+
+
+@pytest.mark.parametrize("at", ["2026-11-23T10:00:00Z", -1, 1.5, True, None])
+def test_a_bad_time_is_400_naming_at_and_changes_nothing(client, at):
+    make_job(client, "timed")
+    before = client.get("/jp/v1/jobs/timed").json()
+    for method, path, body in (
+        ("post", "/jp/v1/jobs", {"project": "proj", "job": "timed", "tags": ["x"], "at": at}),
+        ("patch", "/jp/v1/jobs/timed", {"status": "running", "at": at}),
+        ("put", "/jp/v1/jobs/timed/workers/worker-0", {"status": "running", "at": at}),
+    ):
+        answer = client.request(method, path, json=body)
+        assert answer.status_code == 400, (method, answer.text)
+        assert answer.json()["error"]["field"] == "at" and "epoch milliseconds" in answer.json()["error"]["message"]
+    assert client.get("/jp/v1/jobs/timed").json() == before
 
 
 def test_update_changes_description_fields(client):

@@ -150,6 +150,35 @@ def test_the_config_of_an_sdk_run_under_run_reaches_the_job(env, api):
     assert (job["config"], job["tags"]) == ({"lr": 0.1}, ["sweep"])
 
 
+RANKS_SCRIPT = """
+import json, os, subprocess, sys, urllib.request
+
+rank = "import jobpulse; run = jobpulse.init(); run.log({f'rank{run.placement.rank}/loss': 1.0}, step=1); run.finish()"
+
+
+def ranks(*numbers):
+    for n in numbers:
+        subprocess.run([sys.executable, "-c", rank], env={**os.environ, "RANK": str(n), "WORLD_SIZE": "2"}, check=True)
+
+
+ranks(1)
+url = os.environ["JOBPULSE_URL"] + "/jp/v1/jobs/run-ranks/workers"
+req = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ["JOBPULSE_API_KEY"]})
+print("after rank 1:", [(w["worker"], w["status"]) for w in json.load(urllib.request.urlopen(req))["workers"]])
+ranks(0)
+"""
+
+
+def test_ranks_launched_under_run_share_its_worker_and_leave_its_status_to_it(env, api):
+    _python_under_run(env, "run-ranks", RANKS_SCRIPT)
+    lines = [line["msg"] for line in _logs(api, "run-ranks")]
+    assert "after rank 1: [('worker-0', 'running')]" in lines  # one rank's end did not end the worker
+    (worker,) = api.request("GET", "/jp/v1/jobs/run-ranks/workers")["workers"]
+    assert (worker["worker"], worker["status"], worker["exit_code"]) == ("worker-0", "completed", 0)
+    metrics = {m["metric"] for m in api.request("GET", "/jp/v1/jobs/run-ranks/scalars")["metrics"]}
+    assert metrics == {"rank0", "rank1"}
+
+
 def test_run_says_where_what_it_could_not_deliver_waits(env, tmp_path):
     from jobpulse.testing import free_port
 

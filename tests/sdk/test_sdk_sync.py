@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import sdk_support as s
 
 from jobpulse.cli import main
 from jobpulse.sdk import spool as sp
 from jobpulse.sdk.run import Run
+from jobpulse.store.jobs import now_ms
 from jobpulse.testing import free_port
 
 pytestmark = pytest.mark.e2e
@@ -51,6 +54,20 @@ def test_sync_sends_what_a_run_kept_while_its_key_was_refused(server, tmp_path, 
     assert s.api_get(server, "/jp/v1/jobs/sync-refused")["job"]["config"] == {"lr": 0.25}
     assert _files(tmp_path) == []
     assert not (tmp_path / "spool" / "sync-refused").exists()
+
+
+def test_a_run_synced_later_keeps_the_times_it_ran_at(server, tmp_path):
+    ran_from = now_ms()
+    _spooled_run(tmp_path, f"http://127.0.0.1:{free_port()}", "k", "sync-late")
+    ran_to = now_ms()
+    time.sleep(0.05)
+    synced_at = now_ms()
+    assert _sync(tmp_path, server.url, server.api_key, "--any-url") == 0
+    answer = s.api_get(server, "/jp/v1/jobs/sync-late")
+    job, (worker,) = answer["job"], answer["workers"]
+    assert ran_from <= job["created"] <= job["started"] <= job["ended"] <= ran_to < synced_at
+    assert (worker["started"], worker["ended"]) == (job["started"], job["ended"])
+    assert worker["updated"] >= synced_at  # when the server stored it
 
 
 def test_list_shows_what_waits_and_sends_nothing(server, tmp_path, capsys):

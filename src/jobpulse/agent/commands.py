@@ -184,8 +184,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     worker = args.worker or os.environ.get("JOBPULSE_WORKER") or detect_placement().worker
     env = dict(os.environ)
     env.update(JOBPULSE_PROJECT=project, JOBPULSE_JOB=job, JOBPULSE_WORKER=worker)
-    # An SDK in the command would capture the same output again.
+    # An SDK in the command would capture the same output again, and would end the worker when its rank ends.
     env.setdefault("JOBPULSE_CAPTURE_CONSOLE", "0")
+    env["JOBPULSE_WORKER_STATUS"] = "0"
     if args.url:
         env["JOBPULSE_URL"] = args.url
     if args.api_key:

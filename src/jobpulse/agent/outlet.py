@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,7 @@ class Outlet:
         self.queue.append((LINE, ts_ms, seq, level, msg))
 
     def register_job(self, name: str | None = None, tags: list[str] | None = None) -> None:
-        body: dict[str, Any] = {"project": self.project, "job": self.job}
+        body: dict[str, Any] = {"project": self.project, "job": self.job, "at": time.time_ns() // 1_000_000}
         if name:
             body["name"] = name
         if tags:
@@ -97,7 +98,9 @@ class Outlet:
             self.queue.append((REQUEST, self._request("POST", "/jp/v1/jobs", body, "job")))
 
     def worker_status(self, status: str, exit_code: int | None = None, host: str | None = None) -> None:
-        body: dict[str, Any] = {"status": status, "host": host or socket.gethostname()}
+        # timed now: sent late (from the spool), it still says when the worker started or ended
+        at = time.time_ns() // 1_000_000
+        body: dict[str, Any] = {"status": status, "host": host or socket.gethostname(), "at": at}
         if exit_code is not None:
             body["exit_code"] = exit_code
         path = f"/jp/v1/jobs/{quote(self.job)}/workers/{quote(self.worker)}"

@@ -61,6 +61,11 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
+def _env_flag(name: str) -> bool:
+    """An on/off environment setting that is on unless set to 0, false or no."""
+    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no")
+
+
 class Run:
     """One process (worker) of a job. Use ``jobpulse.init`` to make one.
 
@@ -124,11 +129,12 @@ class Run:
 
         if capture_console is None:
             # `jobpulse run` captures the process's output itself and says so with JOBPULSE_CAPTURE_CONSOLE=0.
-            capture_console = os.environ.get("JOBPULSE_CAPTURE_CONSOLE", "1").strip().lower() not in (
-                "0",
-                "false",
-                "no",
-            )
+            capture_console = _env_flag("JOBPULSE_CAPTURE_CONSOLE")
+        # `jobpulse run` reports the start and end of its worker (with the command's exit code) itself, and says so
+        # with JOBPULSE_WORKER_STATUS=0: every rank the command launches shares that worker, and one rank ending
+        # must not end it while the others still run. A run given another job or worker reports its own.
+        wrapped = (os.environ.get("JOBPULSE_JOB"), os.environ.get("JOBPULSE_WORKER")) == (self.job, self.worker)
+        self._worker_status = _env_flag("JOBPULSE_WORKER_STATUS") or not wrapped
         self._console = Console(self._line)
         if capture_console:
             self._console.start()
@@ -140,8 +146,9 @@ class Run:
         self._config: dict[str, Any] = dict(config or {})
         body = {"project": self.project, "job": self.job, "name": name or self.job, "tags": list(tags or [])}
         body["config"] = self._config
-        self._request("POST", "/jp/v1/jobs", body, "job")
-        self._request("PUT", self._worker_path, {"status": "running", "host": self.placement.host}, "worker")
+        self._request("POST", "/jp/v1/jobs", {**body, "at": _time_ns() // 1_000_000}, "job")
+        if self._worker_status:
+            self._put_worker({"status": "running", "host": self.placement.host})
 
         root = Path(spool_dir) if spool_dir is not None else default_root()
         spool_bytes = spool_max_bytes or int(_env_float("JOBPULSE_SPOOL_MAX_BYTES", 1 << 30))
@@ -302,7 +309,8 @@ class Run:
                 signal.signal(signal.SIGTERM, self._previous_sigterm)
         if status == "failed" and self._failure:
             self._request("PATCH", self._job_path, {"error_message": self._failure[:2000]}, "job")
-        self._request("PUT", self._worker_path, {"status": status}, "worker")
+        if self._worker_status:
+            self._put_worker({"status": status})
         self._max_queue = 0  # later report calls are ignored
         wait = self.flush_timeout if timeout is None else timeout
         self.delivery = delivery = self._sender.close(wait)
@@ -314,6 +322,10 @@ class Run:
         with contextlib.suppress(Exception):
             atexit.unregister(self._at_exit)
         return delivery
+
+    def _put_worker(self, body: dict) -> None:
+        """The worker's status, timed now: sent late (from the spool), it still says when the worker ran."""
+        self._request("PUT", self._worker_path, {**body, "at": _time_ns() // 1_000_000}, "worker")
 
     def _request(self, method: str, path: str, body: dict, kind: str) -> None:
         data = orjson.dumps(body, default=str, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)

@@ -58,6 +58,20 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def check_at(at: Any, field_name: str = "at") -> int:
+    """When a sender says a registration or status change happened: epoch milliseconds, not negative."""
+    if not isinstance(at, int) or isinstance(at, bool) or at < 0:
+        raise BadRequest(f"'{field_name}' must be epoch milliseconds (an integer >= 0), got {at!r}", field=field_name)
+    return at
+
+
+def _when(at: int | None) -> int:
+    """The time of a change: the sender's ``at`` (a change sent late, from a spool, keeps its own time), never
+    later than now (a node's clock ahead of the server's), else now."""
+    now = now_ms()
+    return now if at is None else min(at, now)
+
+
 @dataclass
 class Job:
     job: str
@@ -259,15 +273,16 @@ class Jobs:
         return jobs
 
     @_one_at_a_time
-    def create(self, job: Job) -> tuple[Job, bool]:
-        """Register ``job`` unless it exists; answers (the job, whether it was created)."""
+    def create(self, job: Job, at: int | None = None) -> tuple[Job, bool]:
+        """Register ``job`` unless it exists, as created ``at`` (else now); answers (the job, whether it was
+        created)."""
         found = self._read([job.job]).get(job.job)
         if found is not None and not _is_deleted(found):
             if found.project != job.project:
                 raise Conflict(f"job {job.job!r} already exists in another project", field="job")
             return found, False
         self._new(job, found)
-        job.created = job.created or now_ms()
+        job.created = job.created or _when(at)
         if job.status not in STATUSES:
             raise BadRequest(f"'status' must be one of {', '.join(STATUSES)}", field="status")
         if job.status != "created" and job.started is None:
@@ -275,12 +290,12 @@ class Jobs:
         return self.write(job), True
 
     @_one_at_a_time
-    def register(self, job: Job) -> tuple[Job, bool]:
+    def register(self, job: Job, at: int | None = None) -> tuple[Job, bool]:
         """``create``, and for a job that exists, what this registration adds to it: its config keys (replacing
         those given again), its tags, and its name where the job still has only its id as name. Every worker of
         a job registers it, and a wrapper such as ``jobpulse run`` may do so before the training code's
         ``jobpulse.init`` says the config; whoever comes first, the job ends up with all of it."""
-        found, created = self.create(job)
+        found, created = self.create(job, at)
         if created:
             return found, True
         changed = False
@@ -317,23 +332,24 @@ class Jobs:
                 self._write_many(writes)
 
     @_one_at_a_time
-    def update(self, job_id: str, changes: dict[str, Any]) -> Job:
+    def update(self, job_id: str, changes: dict[str, Any], at: int | None = None) -> Job:
+        """Apply ``changes``; a status change is timed ``at`` (else now)."""
         job = self.require(job_id)
         for name, value in changes.items():
             if name == "status":
-                self._transition(job, value)
+                self._transition(job, value, at)
             else:
                 setattr(job, name, value)
         return self.write(job)
 
-    def _transition(self, job: Job, status: str) -> None:
+    def _transition(self, job: Job, status: str, at: int | None = None) -> None:
         if status not in STATUSES:
             raise BadRequest(f"'status' must be one of {', '.join(STATUSES)}, got {status!r}", field="status")
         if status == job.status:
             return
         if status == "created":
             raise Conflict(f"job {job.job!r} is {job.status}; it cannot go back to created", field="status")
-        now = now_ms()
+        now = _when(at)
         if status == "running":
             job.ended = None
             job.started = job.started or now
@@ -401,31 +417,33 @@ class Jobs:
             self._write_workers(new, version)
 
     @_one_at_a_time
-    def set_worker(self, job_id: str, worker: str, changes: dict[str, Any]) -> Worker:
+    def set_worker(self, job_id: str, worker: str, changes: dict[str, Any], at: int | None = None) -> Worker:
+        """Register ``worker`` or change it; its start (when new) and end are timed ``at`` (else now)."""
         job = self.require(job_id)
+        when = _when(at)
         found = next((w for w in self.workers(job_id) if w.worker == worker), None)
-        found = found or Worker(job=job_id, worker=worker, status="running", started=now_ms())
+        found = found or Worker(job=job_id, worker=worker, status="running", started=when)
         status = changes.get("status", found.status)
         if status not in STATUSES:
             raise BadRequest(f"'status' must be one of {', '.join(STATUSES)}, got {status!r}", field="status")
         for name, value in changes.items():
             setattr(found, name, value)
         if status in ENDED:
-            found.ended = found.ended or now_ms()
+            found.ended = found.ended or when
         else:
             found.ended = None
         self._write_workers([found])
         # the workers read after this write: of two workers ending at once on two replicas, the later reader
         # sees both ended and ends the job
-        self._follow_workers(job, self.workers(job_id))
+        self._follow_workers(job, self.workers(job_id), when)
         return found
 
-    def _follow_workers(self, job: Job, workers: list[Worker]) -> None:
+    def _follow_workers(self, job: Job, workers: list[Worker], at: int) -> None:
         """Start a created job when a worker runs; end it when all its workers have ended."""
         statuses = [w.status for w in workers]
         if any(s not in ENDED for s in statuses):
             if job.status == "created" or job.status in ENDED:
-                self._transition(job, "running")
+                self._transition(job, "running", at)
                 self.write(job)
             return
         final = "failed" if "failed" in statuses else "stopped" if "stopped" in statuses else "completed"
@@ -436,7 +454,7 @@ class Jobs:
                 job.error_message = f"{first.worker} failed" + (
                     f" with exit code {first.exit_code}" if first.exit_code is not None else ""
                 )
-            self._transition(job, final)
+            self._transition(job, final, max(w.ended or at for w in workers))  # the job ends with its last worker
             self.write(job)
 
     def _write_workers(self, workers: list[Worker], version: int | None = None) -> None:

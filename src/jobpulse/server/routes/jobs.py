@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ...errors import BadRequest
 from ...store import ApiKey, Job
-from ...store.jobs import STATUSES, check_job, check_project, check_worker
+from ...store.jobs import STATUSES, check_at, check_job, check_project, check_worker
 from ..context import caller, context, page_args
 from ..responses import JSON
 
@@ -45,6 +45,12 @@ def _changes(body: Any, allowed: dict[str, type]) -> dict[str, Any]:
             raise BadRequest(f"'{name}' is longer than 10000 characters", field=name)
         out[name] = value
     return out
+
+
+def _at(body: Any) -> int | None:
+    """Take the change's own time out of ``body`` where the sender gave one (``at``, epoch milliseconds): a request
+    sent late from a spool still says when the job or worker started or ended."""
+    return check_at(body.pop("at")) if isinstance(body, dict) and "at" in body else None
 
 
 async def _json(request: Request) -> Any:
@@ -109,10 +115,11 @@ async def create_job(request: Request, key: ApiKey = Depends(caller)) -> JSON:
             raise BadRequest("'project' is required", field="project")
         project = visible[0]
     check_project(project)
+    at = _at(body)
     fields = _changes(body, _EDITABLE)
     ctx.access.check(key, "write", project=project)
     job = Job(job=job_id, project=project, name=fields.pop("name", job_id), **fields)
-    created_job, created = await run_in_threadpool(ctx.store.jobs.register, job)
+    created_job, created = await run_in_threadpool(ctx.store.jobs.register, job, at)
     ctx.access.forget_job(job_id)
     return JSON({"job": created_job.to_dict(), "created": created}, status_code=201 if created else 200)
 
@@ -127,9 +134,11 @@ def get_job(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
 @router.patch("/jp/v1/jobs/{job}", summary="Change a job's status, name, tags, error message or description")
 async def update_job(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    changes = _changes(await _json(request), _EDITABLE)
+    body = await _json(request)
+    at = _at(body)
+    changes = _changes(body, _EDITABLE)
     await run_in_threadpool(ctx.access.job, key, job, "write")
-    updated = await run_in_threadpool(ctx.store.jobs.update, job, changes)
+    updated = await run_in_threadpool(ctx.store.jobs.update, job, changes, at)
     ctx.access.forget_job(job)
     return JSON({"job": updated.to_dict()})
 
@@ -155,9 +164,11 @@ def list_workers(request: Request, job: str, key: ApiKey = Depends(caller)) -> J
 async def put_worker(request: Request, job: str, worker: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     check_worker(worker)
-    changes = _changes(await _json(request), {"status": str, "exit_code": int, "host": str})
+    body = await _json(request)
+    at = _at(body)
+    changes = _changes(body, {"status": str, "exit_code": int, "host": str})
     await run_in_threadpool(ctx.access.job, key, job, "write")
-    found = await run_in_threadpool(ctx.store.jobs.set_worker, job, worker, changes)
+    found = await run_in_threadpool(ctx.store.jobs.set_worker, job, worker, changes, at)
     ctx.access.forget_job(job)
     return JSON({"worker": found.to_dict()})
 
