@@ -61,6 +61,15 @@ SETTINGS: tuple[Setting, ...] = (
         "keeps none",
         int,
     ),
+    Setting(
+        "recent_chart_blocks",
+        1_000_000,
+        "on the embedded store, how many coarse blocks of the chart rollup (512 iterations or 65.5 s of one series "
+        "and coarser: ~110 bytes each) the server keeps in memory of the jobs it wrote from their first point, so "
+        "that charts of long series (millions of points, or days) are computed without a query; the jobs written "
+        "longest ago go first; 0 keeps none",
+        int,
+    ),
     Setting("max_body_bytes", 64 << 20, "largest ingest body accepted, after decompression, in bytes", int),
     Setting("max_events", 1_000_000, "most events in one ingest batch", int),
     Setting("max_file_bytes", 256 << 20, "largest uploaded file (debug image, artifact) in bytes", int),
@@ -91,6 +100,7 @@ class Settings:
     public_url: str = ""
     raw_ttl_days: int = 0
     recent_system_cells: int = 1_000_000
+    recent_chart_blocks: int = 1_000_000
     max_body_bytes: int = 64 << 20
     max_events: int = 1_000_000
     max_file_bytes: int = 256 << 20

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .catalogue import Catalogue
 from .changes import Changes
+from .chart_recent import RecentCharts
 from .engine import EmbeddedEngine, Engine, HttpEngine
 from .events import Events
 from .jobs import Job, Jobs, Worker
@@ -33,12 +34,14 @@ class Store:
         raw_ttl_days: int = 0,
         sees_every_write: bool | None = None,
         recent_system_cells: int = 1_000_000,
+        recent_chart_blocks: int = 1_000_000,
     ) -> None:
         """``sees_every_write``: whether every write to ``database`` passes through this object, so that
         answers can be remembered until its own writes change them; by default true for the embedded
         engine (its process alone owns the data directory) and false for a ClickHouse server. Such a store
         keeps up to ``recent_system_cells`` minutes of the system series it wrote in memory
-        (``system_recent.py``)."""
+        (``system_recent.py``), and up to ``recent_chart_blocks`` coarse blocks of the chart rollup of the
+        scalar series it wrote (``chart_recent.py``)."""
         self.engine = engine
         self.database = database
         self.previous_version = migrate(engine, database)
@@ -48,7 +51,9 @@ class Store:
         self.changes = Changes(sees_every_write=sees_every_write)
         self.jobs = Jobs(engine, database, self.changes)
         catalogue = Catalogue(engine, database, self.changes)
-        self.scalars = Scalars(engine, database, self.changes, catalogue)
+        keeps_charts = sees_every_write and recent_chart_blocks > 0
+        charts = RecentCharts(recent_chart_blocks, self.changes.deletions) if keeps_charts else None
+        self.scalars = Scalars(engine, database, self.changes, catalogue, recent=charts)
         self.events = Events(engine, database)
         self.logs = Logs(engine, database, self.changes)
         keeps_recent = sees_every_write and recent_system_cells > 0
@@ -57,7 +62,7 @@ class Store:
         self.keys = Keys(engine, database)
         self.state = ServerState(engine, database)
         self.usage = Usage(engine, database)
-        self.writer = Writer(engine, database, self.changes, catalogue, recent)
+        self.writer = Writer(engine, database, self.changes, catalogue, recent, charts)
 
     @property
     def schema_version(self) -> int:
@@ -74,13 +79,18 @@ def open_store(
     database: str = "jobpulse",
     raw_ttl_days: int = 0,
     recent_system_cells: int = 1_000_000,
+    recent_chart_blocks: int = 1_000_000,
 ) -> Store:
     """``url`` None or ``embedded``: chdb under ``data_dir``; ``clickhouse://user:pass@host:8123/db``: a server."""
     if url in (None, "", "embedded"):
         path = data_dir / "clickhouse"
         path.mkdir(parents=True, exist_ok=True)
         return Store(
-            EmbeddedEngine(str(path)), database, raw_ttl_days=raw_ttl_days, recent_system_cells=recent_system_cells
+            EmbeddedEngine(str(path)),
+            database,
+            raw_ttl_days=raw_ttl_days,
+            recent_system_cells=recent_system_cells,
+            recent_chart_blocks=recent_chart_blocks,
         )
     engine = HttpEngine(url)
     return Store(engine, engine.database, raw_ttl_days=raw_ttl_days)

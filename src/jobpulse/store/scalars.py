@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from ..errors import BadRequest
 from .catalogue import Catalogue
 from .changes import Changes
+from .chart_recent import RecentCharts
 from .engine import Engine
 from .memory import Memory, copy_series
 from .schema import ROLLUP_LEVELS
@@ -50,8 +51,18 @@ def _x_expr(axis: Axis) -> str:
 
 class Scalars:
     def __init__(
-        self, engine: Engine, db: str, changes: Changes, catalogue: Catalogue, *, remembered: int = 128
+        self,
+        engine: Engine,
+        db: str,
+        changes: Changes,
+        catalogue: Catalogue,
+        *,
+        remembered: int = 128,
+        recent: RecentCharts | None = None,
     ) -> None:
+        """``recent``: the coarse blocks of the chart rollup kept in memory, which charts are computed from where
+        it holds them."""
+        self._recent = recent
         self._engine = engine
         self._db = db
         self._changes = changes
@@ -160,10 +171,31 @@ class Scalars:
                 plan = self._planned(jobs, metric, variants, axis, buckets, x_min, x_max, extent[:2])
                 missing.append((len(answers), key, version, plan))
             answers.append(kept)
-        for (at, key, version, _), chart in zip(missing, self._read_charts([m[3] for m in missing]), strict=True):
+        computed = [self._from_recent(jobs, plan) for _, _, _, plan in missing]
+        read = iter(self._read_charts([m[3] for m, chart in zip(missing, computed, strict=True) if chart is None]))
+        for (at, key, version, _), found in zip(missing, computed, strict=True):
+            chart = found if found is not None else next(read)
             self._memory.put(key, version, chart)
             answers[at] = chart
         return [copy_series(answer) for answer in answers]
+
+    def _from_recent(self, jobs: list[str], plan: tuple[str, dict[str, Any], dict[str, Any]]) -> dict[str, Any] | None:
+        """The chart of ``plan`` (``_planned``) computed from the blocks kept in memory, where its level is kept for
+        every one of ``jobs``; else None (it is read)."""
+        _, params, head = plan
+        if self._recent is None or "level" not in params:
+            return None
+        table = self._recent.chart(
+            jobs,
+            head["metric"],
+            params.get("variants"),
+            axis=params["axis"],
+            level=params["level"],
+            blocks=(params["blo"], params["bhi"]),
+            lo=params["lo"],
+            width=params["w"],
+        )
+        return None if table is None else self._chart_of(table, head)
 
     def _remembered_extent(self, series: tuple, version: tuple) -> tuple[int, ...] | None:
         """The extent of ``series`` (jobs, metric, variants, axis): from the catalogue where it remembers
@@ -232,15 +264,13 @@ class Scalars:
         if not plans:
             return []
         tables = _query_each(self._engine, [(sql, params) for sql, params, _ in plans], "job, variant, b")
-        return [
-            {
-                **head,
-                "series": split_series(
-                    table, ("job", "variant"), "x", head["range"][0], head["bucket_width"], _BUCKET_VALUES
-                ),
-            }
-            for table, (_, _, head) in zip(tables, plans, strict=True)
-        ]
+        return [self._chart_of(table, head) for table, (_, _, head) in zip(tables, plans, strict=True)]
+
+    @staticmethod
+    def _chart_of(table: pa.Table, head: dict[str, Any]) -> dict[str, Any]:
+        """A chart: ``head`` and the series of the buckets of ``table`` (rows of job, variant and bucket ``b``)."""
+        x0, width = head["range"][0], head["bucket_width"]
+        return {**head, "series": split_series(table, ("job", "variant"), "x", x0, width, _BUCKET_VALUES)}
 
     def _iters_of_time(self, where: str, params: dict[str, Any], lo: int, hi: int) -> str:
         """A condition on ``iter`` that keeps a time-range read to the iterations reported then."""

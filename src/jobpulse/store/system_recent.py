@@ -8,19 +8,18 @@ for every (worker, metric, device) and minute the sum, count, minimum, maximum a
 as the rollup's columns merge. A series read at whole minutes or hours is then answered from here
 without a query, the same buckets the rollup's query would give.
 
-A job is kept only if the rollup held none of its samples when this process first wrote some (a job
-written before a restart is read from the table). Deleting a job's data, a failed insert, or keeping
-more than ``cells`` minutes of series in all (the jobs written longest ago go first) ends the memory of
-a job in this process; its series are then read from the table.
+Which jobs are kept is ``recent.RecentJobs``' account: a job is kept only if the rollup held none of its
+samples when this process first wrote some (a job written before a restart is read from the table), and
+deleting a job's data, a failed insert, or keeping more than ``cells`` minutes of series in all (the jobs
+written longest ago go first) ends the memory of a job in this process; its series are then read from the
+table.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import truediv
@@ -30,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .recent import RecentJobs
 from .rollup import by_series_then_x
 from .series import one_value, row_keys
 
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 _KEY = ("worker", "metric", "device")
-_REFUSED_KEPT = 100_000  # jobs remembered as not kept, so that their first write is not looked up again
 
 
 class _Minutes:
@@ -93,7 +92,7 @@ def _fmax(a: float, b: float) -> float:
 class _Job:
     deletions: int
     series: dict[tuple[str, str, str], _Minutes] = field(default_factory=dict)
-    cells: int = 0
+    size: int = 0  # minutes of series
 
 
 class RecentSystem:
@@ -102,56 +101,37 @@ class RecentSystem:
     so that a deletion ends the memory of the job."""
 
     def __init__(self, cells: int, deletions: Callable[[str], int]) -> None:
-        self._cells = cells
-        self._deletions = deletions
-        self._jobs: OrderedDict[str, _Job] = OrderedDict()  # least recently written first
-        self._refused: OrderedDict[str, None] = OrderedDict()
-        self._total = 0
-        self._lock = threading.Lock()
+        self._kept: RecentJobs[_Job] = RecentJobs(cells, deletions, _Job)
 
     @property
     def cells(self) -> int:
         """How many minutes of series are kept now."""
-        return self._total
+        return self._kept.size
 
     def unknown(self, jobs: Iterable[str]) -> list[str]:
         """Those of ``jobs`` neither kept nor refused: a write of theirs must first ``begin`` or ``refuse``."""
-        with self._lock:
-            return [job for job in jobs if self._current(job) is None and job not in self._refused]
+        return self._kept.unknown(jobs)
 
     def begin(self, job: str) -> None:
         """Keep ``job`` from now on: the rollup holds none of its samples."""
-        with self._lock:
-            if self._current(job) is None and job not in self._refused:
-                self._jobs[job] = _Job(self._deletions(job))
+        self._kept.begin(job)
 
     def refuse(self, jobs: Iterable[str]) -> None:
         """Keep none of ``jobs`` in this process (stored before it, or a write that may have failed half way)."""
-        with self._lock:
-            for job in jobs:
-                self._drop(job)
-                self._refused[job] = None
-                self._refused.move_to_end(job)
-            while len(self._refused) > _REFUSED_KEPT:
-                self._refused.popitem(last=False)
+        self._kept.refuse(jobs)
 
     def add(self, samples: pa.Table) -> None:
         """Count the samples the rollup was just given (columns job, worker, metric, device, ts, value)."""
         jobs = samples.column("job")
         only = one_value(jobs)  # a request of one job, as most are
-        with self._lock:
+        with self._kept.lock:
             for name in [only] if only is not None else pc.unique(jobs).to_pylist():
-                job = self._current(name)
+                job = self._kept.written(name)
                 if job is None:
                     continue
-                self._jobs.move_to_end(name)
-                before = job.cells
+                before = job.size
                 _add_minutes(job, samples if only is not None else samples.filter(pc.equal(jobs, name)))
-                self._total += job.cells - before
-            while self._total > self._cells and self._jobs:
-                name = next(iter(self._jobs))
-                self._drop(name)
-                self._refused[name] = None
+                self._kept.grown(job, before)
 
     def series(self, job: str, metrics: list[str], window: SeriesWindow) -> list[dict[str, Any]] | None:
         """The series the rollup would answer for ``window`` (whole minutes from a whole minute; the minutes of
@@ -165,8 +145,8 @@ class RecentSystem:
         # as the table's query filters: no workers named is every worker, no devices named is none
         workers, devices = window.workers, window.devices
         wanted = (set(metrics), set(workers) if workers else None, None if devices is None else set(devices))
-        with self._lock:
-            kept = self._current(job)
+        with self._kept.lock:
+            kept = self._kept.current(job)
             if kept is None:
                 return None
             found = []
@@ -176,18 +156,6 @@ class RecentSystem:
                 if lo < hi:
                     found.append({**dict(zip(_KEY, key, strict=True)), **_buckets(minutes, lo, hi, start_ms, step_ms)})
             return found
-
-    def _current(self, name: str) -> _Job | None:
-        job = self._jobs.get(name)
-        if job is not None and job.deletions != self._deletions(name):
-            self._drop(name)
-            return None
-        return job
-
-    def _drop(self, name: str) -> None:
-        job = self._jobs.pop(name, None)
-        if job is not None:
-            self._total -= job.cells
 
 
 def _selected(key: tuple[str, str, str], wanted: tuple[set[str], set[str] | None, set[str] | None]) -> bool:
@@ -257,9 +225,9 @@ def _add_minutes(job: _Job, samples: pa.Table) -> None:
             kept = job.series[key] = _Minutes()
         if not kept.minute or kept.minute[-1] < groups[1][lo]:
             kept.extend(tuple(column[lo:hi] for column in groups[1:]))
-            job.cells += hi - lo
+            job.size += hi - lo
             continue
         for row in zip(*(column[lo:hi] for column in groups[1:]), strict=True):
             size = len(kept.minute)
             kept.merge(*row)
-            job.cells += len(kept.minute) - size
+            job.size += len(kept.minute) - size

@@ -13,7 +13,8 @@ and max may still remember a replaced value: they are an envelope, not a sum.) A
 points fail to insert is taken back out of the rollup; the summary, whose columns are maxima,
 minima and a count, cannot take it back: it shows the batch's last point until the batch is
 resent (or a later one passes it). It counts the new points of each batch: a replacement is not
-counted again, a resend after a failed insert is. Events replace by key and need no care.
+counted again, a resend after a failed insert is. Events replace by key and need no care. The
+rollup rows inserted are merged into the in-memory coarse blocks too (``chart_recent.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pyarrow.compute as pc
 
 from .catalogue import Catalogue, Series
 from .changes import Changes
+from .chart_recent import RecentCharts
 from .engine import Engine
 from .latest import latest_rows
 from .rollup import by_series, by_series_then_x, rollup_rows
@@ -65,14 +67,22 @@ class _NewPoints:
 
 class Writer:
     def __init__(
-        self, engine: Engine, db: str, changes: Changes, catalogue: Catalogue, recent: RecentSystem | None = None
+        self,
+        engine: Engine,
+        db: str,
+        changes: Changes,
+        catalogue: Catalogue,
+        recent: RecentSystem | None = None,
+        charts: RecentCharts | None = None,
     ) -> None:
-        """``recent``: the in-memory per-minute rollup the system samples written are counted in too."""
+        """``recent``: the in-memory per-minute rollup the system samples written are counted in too; ``charts``: the
+        in-memory coarse blocks of the chart rollup, which the points' rollup rows are merged into too."""
         self._engine = engine
         self._db = db
         self._changes = changes
         self._catalogue = catalogue
         self._recent = recent
+        self._charts = charts
         self._clock = threading.Lock()
         self._last_inserted = 0
         # One batch of points at a time: what a batch replaces, and the catalogue's memory of a job read
@@ -116,18 +126,7 @@ class Writer:
         if not table.num_rows:
             return 0
         recent = self._recent
-        if recent is not None:
-            only = one_value(table.column("job"))
-            jobs = [only] if only is not None else pc.unique(table.column("job")).to_pylist()
-            for job in recent.unknown(jobs):
-                stored = self._engine.query(
-                    f"SELECT count() AS n FROM (SELECT 1 FROM {self._db}.system_1m WHERE job = {{job:String}} LIMIT 1)",
-                    {"job": job},
-                ).column("n")[0].as_py()
-                if stored:
-                    recent.refuse([job])
-                else:
-                    recent.begin(job)
+        jobs = self._begin_kept(recent, table, "system_1m")
         try:
             self._engine.insert(f"{self._db}.system", table)
         except BaseException:
@@ -137,6 +136,22 @@ class Writer:
         if recent is not None:
             recent.add(table)
         return table.num_rows
+
+    def _begin_kept(self, recent: RecentSystem | RecentCharts | None, table: pa.Table, rollup: str) -> list[str]:
+        """The jobs of ``table``; those ``recent`` knows nothing of yet are kept from now on if the table ``rollup``
+        holds none of their rows (one small query each, once per job and process), else refused."""
+        only = one_value(table.column("job"))
+        jobs = [only] if only is not None else pc.unique(table.column("job")).to_pylist()
+        for job in recent.unknown(jobs) if recent is not None else []:
+            stored = self._engine.query(
+                f"SELECT count() AS n FROM (SELECT 1 FROM {self._db}.{rollup} WHERE job = {{job:String}} LIMIT 1)",
+                {"job": job},
+            ).column("n")[0].as_py()
+            if stored:
+                recent.refuse([job])
+            else:
+                recent.begin(job)
+        return jobs
 
     def _new_rows(self, name: str, table: pa.Table) -> pa.Table:
         """The rows of ``table`` whose key is neither stored nor held by an earlier row of the batch."""
@@ -176,7 +191,17 @@ class Writer:
         if not table.num_rows:
             return 0
         inserted = self._inserted_now()
-        self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted), _AS_GIVEN)
+        charts = self._charts
+        jobs = self._begin_kept(charts, table, "scalars_rollup")
+        rollup = new.rollup(inserted)
+        try:
+            self._engine.insert(f"{self._db}.scalars_rollup", rollup, _AS_GIVEN)
+        except BaseException:
+            if charts is not None:
+                charts.refuse(jobs)  # some blocks may have been stored
+            raise
+        if charts is not None:
+            charts.add(rollup)
         try:
             summary = latest_rows(table, new.codes, new.series, inserted, new.replaced_codes)
             self._engine.insert(f"{self._db}.scalars_latest", summary, _AS_GIVEN)
@@ -187,6 +212,8 @@ class Writer:
                 _AS_GIVEN,
             )
         except Exception:
+            if charts is not None:
+                charts.refuse(jobs)  # whether the rollup is put back as it was is not known
             # the points are not stored: take them back out of the rollup (and the replaced ones back in)
             with contextlib.suppress(Exception):  # the insert's own error is the one to answer
                 self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1), _AS_GIVEN)

@@ -1,0 +1,237 @@
+"""The chart rollup's coarse blocks of the scalar series this process wrote, kept in memory beside the table.
+
+A chart of a long series reads a few thousand blocks of the chart rollup (``scalars_rollup``, see
+``rollup.py``): its cost is the embedded engine's for any query of that size, 12-30 ms, more than the rest of
+the request together, and a live job's chart changes with every batch, so the memory of answers misses on
+nearly every refresh. The store that sees every write keeps here what the rollup holds at its coarse levels
+(blocks of at least ``KEPT_LEVELS`` per axis: 512 iterations, 65.5 s) for the jobs whose points it wrote from
+their first: per series, axis, level and block the sums, counts, finite minimum and maximum, last point and
+x range, merged as the table merges them. The chart of a series that reads one of these levels (the whole of
+a series of millions of points, or days of one) is then computed from here without a query: the same
+buckets the rollup's query gives.
+
+Which jobs are kept is ``recent.RecentJobs``' account (from their first point, until a deletion of their
+data, a failed write, or ``blocks`` blocks in all, the jobs written longest ago going first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .recent import RecentJobs
+from .series import row_keys
+
+KEPT_LEVELS = {0: 9, 1: 16}  # per axis (0: iterations, 1: milliseconds), the finest level kept
+_SUMS = ("sum", "n", "count")
+_LOWEST = ("min", "first_x", "first_iter")
+_HIGHEST = ("max", "last_x", "last_iter")
+_LAST = ("last_at", "last_inserted", "last_value")  # the block's last point, the greatest (x, inserted, value)
+_COLUMNS = ("block", *_SUMS, *_LOWEST, *_HIGHEST, *_LAST)
+Blocks = dict[str, np.ndarray]  # a column each, sorted by block, one row per block
+
+
+@dataclass
+class _Job:
+    deletions: int
+    # (metric, axis, level) -> variant -> its blocks
+    series: dict[tuple[str, int, int], dict[str, Blocks]] = field(default_factory=dict)
+    size: int = 0  # blocks
+
+
+class RecentCharts:
+    """The chart rollup's blocks at ``levels`` and coarser of the jobs whose points this process wrote from their
+    first, up to ``blocks`` blocks in all (~110 bytes each). ``deletions(job)``: how many deletions of the job's
+    data have ended."""
+
+    def __init__(
+        self, blocks: int, deletions: Callable[[str], int], levels: dict[int, int] = KEPT_LEVELS
+    ) -> None:
+        self._kept: RecentJobs[_Job] = RecentJobs(blocks, deletions, _Job)
+        self._levels = levels
+
+    @property
+    def blocks(self) -> int:
+        """How many blocks are kept now."""
+        return self._kept.size
+
+    def unknown(self, jobs: Iterable[str]) -> list[str]:
+        """Those of ``jobs`` neither kept nor refused: a write of theirs must first ``begin`` or ``refuse``."""
+        return self._kept.unknown(jobs)
+
+    def begin(self, job: str) -> None:
+        """Keep ``job`` from now on: the rollup holds none of its blocks."""
+        self._kept.begin(job)
+
+    def refuse(self, jobs: Iterable[str]) -> None:
+        """Keep none of ``jobs`` in this process (stored before it, or a write that may have failed half way)."""
+        self._kept.refuse(jobs)
+
+    def add(self, rows: pa.Table) -> None:
+        """Merge the rollup rows the table was just given (``rollup.rollup_rows``: counting points or taking them
+        back out), those of the kept levels."""
+        axis = rows.column("axis").to_numpy()
+        level = rows.column("level").to_numpy()
+        coarse = level >= np.where(axis == 0, self._levels[0], self._levels[1])
+        if not coarse.any():
+            return
+        rows = rows.filter(pa.array(coarse))
+        jobs = rows.column("job")
+        with self._kept.lock:
+            for name in pc.unique(jobs).to_pylist():
+                job = self._kept.written(name)
+                if job is None:
+                    continue
+                before = job.size
+                _add_blocks(job, rows.filter(pc.equal(jobs, name)))
+                self._kept.grown(job, before)
+
+    def chart(
+        self,
+        jobs: list[str],
+        metric: str,
+        variants: list[str] | None,
+        *,
+        axis: int,
+        level: int,
+        blocks: tuple[int, int],
+        lo: int,
+        width: int,
+    ) -> pa.Table | None:
+        """What the rollup's chart query answers for buckets of ``width`` from ``lo`` over the blocks ``blocks``
+        (first, last) of ``level``: per job, variant and bucket ``b``, mean, min, max, last, count, x_first and
+        x_last, ordered by job, variant and b. None unless every one of ``jobs`` is kept and ``level`` is."""
+        if level < self._levels[axis]:
+            return None
+        size = 1 << level
+        parts = []
+        with self._kept.lock:
+            kept = [self._kept.current(name) for name in jobs]
+            if any(job is None for job in kept):
+                return None
+            for name, job in sorted(zip(jobs, kept, strict=True), key=lambda pair: pair[0]):
+                found = job.series.get((metric, axis, level), {})
+                for variant in sorted(found if variants is None else set(variants) & found.keys()):
+                    part = _buckets(found[variant], blocks, size, lo, width)
+                    if part is not None:
+                        parts.append((name, variant, part))
+        return _table(parts)
+
+
+def _add_blocks(job: _Job, rows: pa.Table) -> None:
+    """Merge one job's rollup ``rows`` into its kept blocks."""
+    codes, names = row_keys(rows, ("metric", "variant"))
+    axis = rows.column("axis").to_numpy().astype(np.int64)
+    level = rows.column("level").to_numpy().astype(np.int64)
+    columns = _columns(rows)
+    order = np.lexsort((columns["block"], level, axis, codes))
+    columns = {name: column[order] for name, column in columns.items()}
+    codes, axis, level = codes[order], axis[order], level[order]
+    cuts = np.flatnonzero(np.diff(codes) | np.diff(axis) | np.diff(level)) + 1
+    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(codes)], strict=True):
+        metric, variant = names[codes[lo]]
+        variants = job.series.setdefault((metric, int(axis[lo]), int(level[lo])), {})
+        old = variants.get(variant)
+        new = _merged({name: column[lo:hi] for name, column in columns.items()})
+        merged = new if old is None else _joined(old, new)
+        job.size += len(merged["block"]) - (0 if old is None else len(old["block"]))
+        variants[variant] = merged
+
+
+def _columns(rows: pa.Table) -> Blocks:
+    """The rollup rows as numpy columns: a minimum or maximum missing (no finite value) as +inf or -inf, which
+    no finite value is, so that it never wins and reads as missing again."""
+    last = rows.column("last").combine_chunks()
+    return {
+        "block": rows.column("block").to_numpy(),
+        **{name: rows.column(name).to_numpy() for name in _SUMS},
+        "min": rows.column("min").fill_null(np.inf).to_numpy(),
+        "max": rows.column("max").fill_null(-np.inf).to_numpy(),
+        **{name: rows.column(name).to_numpy() for name in ("first_x", "first_iter", "last_x", "last_iter")},
+        "last_at": last.field("x").to_numpy(),
+        "last_inserted": last.field("inserted").cast(pa.int64()).to_numpy(),
+        "last_value": last.field("value").to_numpy(),
+    }
+
+
+def _merged(rows: Blocks) -> Blocks:
+    """One row per block of ``rows`` (any order), merged as the table's columns merge."""
+    order = np.lexsort((rows["last_value"], rows["last_inserted"], rows["last_at"], rows["block"]))
+    rows = {name: column[order] for name, column in rows.items()}
+    block = rows["block"]
+    starts = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1])))
+    ends = np.append(starts[1:], len(block)) - 1  # each block's greatest last point, by the order above
+    with np.errstate(invalid="ignore", over="ignore"):  # infinities of both signs sum to NaN, as in the table
+        out = {name: np.add.reduceat(rows[name], starts) for name in _SUMS}
+    out.update({name: np.minimum.reduceat(rows[name], starts) for name in _LOWEST})
+    out.update({name: np.maximum.reduceat(rows[name], starts) for name in _HIGHEST})
+    out.update({name: rows[name][ends] for name in ("block", *_LAST)})
+    return out
+
+
+def _joined(old: Blocks, new: Blocks) -> Blocks:
+    """``old`` and ``new`` blocks merged; only the kept blocks from ``new``'s first on are merged again (a batch
+    mostly extends a series: its first block may be the last kept, the rest come after)."""
+    at = int(np.searchsorted(old["block"], new["block"][0]))
+    if at == len(old["block"]):
+        return {name: np.concatenate((old[name], new[name])) for name in _COLUMNS}
+    tail = _merged({name: np.concatenate((old[name][at:], new[name])) for name in _COLUMNS})
+    return {name: np.concatenate((old[name][:at], tail[name])) for name in _COLUMNS}
+
+
+def _buckets(kept: Blocks, blocks: tuple[int, int], size: int, lo: int, width: int) -> Blocks | None:
+    """The buckets of ``width`` from ``lo`` over the kept blocks numbered ``blocks[0]..blocks[1]`` that hold
+    points, as the rollup's chart query groups them; None where none does."""
+    first, last = np.searchsorted(kept["block"], blocks[0]), np.searchsorted(kept["block"], blocks[1], "right")
+    rows = {name: column[first:last] for name, column in kept.items()}
+    b = (rows["block"] * size - lo) // width
+    order = np.lexsort((rows["last_value"], rows["last_inserted"], rows["last_at"], b))
+    rows, b = {name: column[order] for name, column in rows.items()}, b[order]
+    if not len(b):
+        return None
+    starts = np.flatnonzero(np.concatenate(([True], b[1:] != b[:-1])))
+    ends = np.append(starts[1:], len(b)) - 1
+    with np.errstate(invalid="ignore", over="ignore"):
+        total, n, count = (np.add.reduceat(rows[name], starts) for name in _SUMS)
+    out = {
+        "b": b[starts],
+        "total": total,
+        "n": n,
+        "min": np.minimum.reduceat(rows["min"], starts),
+        "max": np.maximum.reduceat(rows["max"], starts),
+        "last": rows["last_value"][ends],
+        "count": count,
+        "x_first": np.minimum.reduceat(rows["first_x"], starts),
+        "x_last": np.maximum.reduceat(rows["last_x"], starts),
+    }
+    held = out["count"] > 0  # buckets whose points were all taken back out are not answered
+    return {name: column[held] for name, column in out.items()} if held.any() else None
+
+
+def _table(parts: list[tuple[str, str, Blocks]]) -> pa.Table:
+    """The buckets of each (job, variant, buckets) of ``parts`` as one table of the chart query's columns."""
+    def joined(name: str) -> np.ndarray:
+        return np.concatenate([part[name] for _, _, part in parts]) if parts else np.zeros(0)
+
+    lengths = [len(part["b"]) for _, _, part in parts]
+    n, low, high = joined("n"), joined("min"), joined("max")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = joined("total") / n
+    return pa.table(
+        {
+            "job": pa.array(np.repeat([job for job, _, _ in parts], lengths).tolist(), pa.string()),
+            "variant": pa.array(np.repeat([variant for _, variant, _ in parts], lengths).tolist(), pa.string()),
+            "b": pa.array(joined("b").astype(np.int64)),
+            "mean": pa.array(mean, pa.float64(), mask=n == 0),
+            "min": pa.array(low, pa.float64(), mask=np.isposinf(low)),
+            "max": pa.array(high, pa.float64(), mask=np.isneginf(high)),
+            "last": pa.array(joined("last"), pa.float64()),
+            "count": pa.array(joined("count").astype(np.int64)),
+            "x_first": pa.array(joined("x_first").astype(np.int64)),
+            "x_last": pa.array(joined("x_last").astype(np.int64)),
+        }
+    )
