@@ -118,7 +118,7 @@ def test_every_chart_of_the_memory_equals_the_rollups_answer(store):
         f"""SELECT count() AS n FROM (SELECT DISTINCT job, metric, variant, axis, level, block
         FROM {store.database}.scalars_rollup WHERE level >= if(axis = 0, {FINE[0]}, {FINE[1]}))"""
     ).column("n")[0].as_py()
-    assert recent.blocks == stored  # one row of the memory per block of the table
+    assert stored <= recent.blocks <= 2 * stored  # a block in a few runs at most
 
 
 def test_points_replaced_by_points_at_other_times_leave_no_bucket_behind(store):

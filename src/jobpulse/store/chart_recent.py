@@ -10,6 +10,11 @@ x range, merged as the table merges them. The chart of a series that reads one o
 a series of millions of points, or days of one) is then computed from here without a query: the same
 buckets the rollup's query gives.
 
+A job's blocks are runs of rows sorted by series key (series, axis, level) and block, one row per block in a
+run: a batch's rows make a run of their own, and the last two runs are merged while the last holds at least
+half as many rows as the one before (so a row is merged again a logarithmic number of times, and a job holds
+a few runs). A chart reads its key's rows of every run and merges them as it groups them into buckets.
+
 Which jobs are kept is ``recent.RecentJobs``' account (from their first point, until a deletion of their
 data, a failed write, or ``blocks`` blocks in all, the jobs written longest ago going first).
 """
@@ -24,23 +29,47 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .recent import RecentJobs
-from .series import row_keys
+from .series import one_value, row_keys
 
 KEPT_LEVELS = {0: 9, 1: 16}  # per axis (0: iterations, 1: milliseconds), the finest level kept
 _SUMS = ("sum", "n", "count")
 _LOWEST = ("min", "first_x", "first_iter")
 _HIGHEST = ("max", "last_x", "last_iter")
 _LAST = ("last_at", "last_inserted", "last_value")  # the block's last point, the greatest (x, inserted, value)
-_COLUMNS = ("block", *_SUMS, *_LOWEST, *_HIGHEST, *_LAST)
-Blocks = dict[str, np.ndarray]  # a column each, sorted by block, one row per block
+_COLUMNS = ("key", "block", *_SUMS, *_LOWEST, *_HIGHEST, *_LAST)
+Blocks = dict[str, np.ndarray]  # a column each, sorted by key and block, one row per key and block
 
 
 @dataclass
 class _Job:
     deletions: int
-    # (metric, axis, level) -> variant -> its blocks
-    series: dict[tuple[str, int, int], dict[str, Blocks]] = field(default_factory=dict)
-    size: int = 0  # blocks
+    ids: dict[str, dict[str, int]] = field(default_factory=dict)  # metric -> variant -> its series' number
+    series: int = 0  # numbers given
+    runs: list[Blocks] = field(default_factory=list)  # rows sorted by key and block; the later, the shorter
+    size: int = 0  # rows of all runs
+
+    def add(self, rows: Blocks) -> None:
+        """Add a run of ``rows``, then merge the last two runs while the last is not much shorter."""
+        self.runs.append(rows)
+        while len(self.runs) > 1 and 2 * len(self.runs[-1]["key"]) >= len(self.runs[-2]["key"]):
+            last = self.runs.pop()
+            self.runs[-1] = _merged({name: np.concatenate((self.runs[-1][name], last[name])) for name in _COLUMNS})
+        self.size = sum(len(run["key"]) for run in self.runs)
+
+    def rows(self, key: int, blocks: tuple[int, int]) -> Blocks:
+        """The rows of every run of ``key`` whose block is in ``blocks`` (first, last)."""
+        parts = []
+        for run in self.runs:
+            lo, hi = np.searchsorted(run["key"], key), np.searchsorted(run["key"], key, "right")
+            first = lo + np.searchsorted(run["block"][lo:hi], blocks[0])
+            last = lo + np.searchsorted(run["block"][lo:hi], blocks[1], "right")
+            parts.append({name: column[first:last] for name, column in run.items()})
+        return {name: np.concatenate([part[name] for part in parts]) for name in _COLUMNS}
+
+
+def _key(series: int | np.ndarray, axis: int | np.ndarray, level: int | np.ndarray) -> int | np.ndarray:
+    """The number of a series' (axis, level): rows sort by it and block."""
+    return (series << 16) | (axis << 8) | level
 
 
 class RecentCharts:
@@ -81,13 +110,14 @@ class RecentCharts:
             return
         rows = rows.filter(pa.array(coarse))
         jobs = rows.column("job")
+        only = one_value(jobs)
         with self._kept.lock:
-            for name in pc.unique(jobs).to_pylist():
+            for name in [only] if only is not None else pc.unique(jobs).to_pylist():
                 job = self._kept.written(name)
                 if job is None:
                     continue
                 before = job.size
-                _add_blocks(job, rows.filter(pc.equal(jobs, name)))
+                job.add(_run(job, rows if only is not None else rows.filter(pc.equal(jobs, name))))
                 self._kept.grown(job, before)
 
     def chart(
@@ -114,32 +144,29 @@ class RecentCharts:
             if any(job is None for job in kept):
                 return None
             for name, job in sorted(zip(jobs, kept, strict=True), key=lambda pair: pair[0]):
-                found = job.series.get((metric, axis, level), {})
-                for variant in sorted(found if variants is None else set(variants) & found.keys()):
-                    part = _buckets(found[variant], blocks, size, lo, width)
-                    if part is not None:
-                        parts.append((name, variant, part))
+                for variant, series in sorted(job.ids.get(metric, {}).items()):
+                    if variants is None or variant in variants:
+                        part = _buckets(job.rows(_key(series, axis, level), blocks), size, lo, width)
+                        if part is not None:
+                            parts.append((name, variant, part))
         return _table(parts)
 
 
-def _add_blocks(job: _Job, rows: pa.Table) -> None:
-    """Merge one job's rollup ``rows`` into its kept blocks."""
+def _run(job: _Job, rows: pa.Table) -> Blocks:
+    """One job's rollup ``rows`` as a run: keyed by the job's numbers of their series, one row per key and block."""
     codes, names = row_keys(rows, ("metric", "variant"))
+    ids = np.array([_series_id(job, metric, variant) for metric, variant in names], dtype=np.int64)
     axis = rows.column("axis").to_numpy().astype(np.int64)
     level = rows.column("level").to_numpy().astype(np.int64)
-    columns = _columns(rows)
-    order = np.lexsort((columns["block"], level, axis, codes))
-    columns = {name: column[order] for name, column in columns.items()}
-    codes, axis, level = codes[order], axis[order], level[order]
-    cuts = np.flatnonzero(np.diff(codes) | np.diff(axis) | np.diff(level)) + 1
-    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(codes)], strict=True):
-        metric, variant = names[codes[lo]]
-        variants = job.series.setdefault((metric, int(axis[lo]), int(level[lo])), {})
-        old = variants.get(variant)
-        new = _merged({name: column[lo:hi] for name, column in columns.items()})
-        merged = new if old is None else _joined(old, new)
-        job.size += len(merged["block"]) - (0 if old is None else len(old["block"]))
-        variants[variant] = merged
+    return _merged({"key": _key(ids[codes], axis, level), **_columns(rows)})
+
+
+def _series_id(job: _Job, metric: str, variant: str) -> int:
+    """The number of a series of ``job`` in its keys, given at its first rows."""
+    variants = job.ids.setdefault(metric, {})
+    if variant not in variants:
+        variants[variant], job.series = job.series, job.series + 1
+    return variants[variant]
 
 
 def _columns(rows: pa.Table) -> Blocks:
@@ -159,35 +186,23 @@ def _columns(rows: pa.Table) -> Blocks:
 
 
 def _merged(rows: Blocks) -> Blocks:
-    """One row per block of ``rows`` (any order), merged as the table's columns merge."""
-    order = np.lexsort((rows["last_value"], rows["last_inserted"], rows["last_at"], rows["block"]))
+    """One row per key and block of ``rows`` (any order), merged as the table's columns merge."""
+    order = np.lexsort((rows["last_value"], rows["last_inserted"], rows["last_at"], rows["block"], rows["key"]))
     rows = {name: column[order] for name, column in rows.items()}
-    block = rows["block"]
-    starts = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1])))
+    key, block = rows["key"], rows["block"]
+    starts = np.flatnonzero(np.concatenate(([True], (block[1:] != block[:-1]) | (key[1:] != key[:-1]))))
     ends = np.append(starts[1:], len(block)) - 1  # each block's greatest last point, by the order above
     with np.errstate(invalid="ignore", over="ignore"):  # infinities of both signs sum to NaN, as in the table
         out = {name: np.add.reduceat(rows[name], starts) for name in _SUMS}
     out.update({name: np.minimum.reduceat(rows[name], starts) for name in _LOWEST})
     out.update({name: np.maximum.reduceat(rows[name], starts) for name in _HIGHEST})
-    out.update({name: rows[name][ends] for name in ("block", *_LAST)})
+    out.update({name: rows[name][ends] for name in ("key", "block", *_LAST)})
     return out
 
 
-def _joined(old: Blocks, new: Blocks) -> Blocks:
-    """``old`` and ``new`` blocks merged; only the kept blocks from ``new``'s first on are merged again (a batch
-    mostly extends a series: its first block may be the last kept, the rest come after)."""
-    at = int(np.searchsorted(old["block"], new["block"][0]))
-    if at == len(old["block"]):
-        return {name: np.concatenate((old[name], new[name])) for name in _COLUMNS}
-    tail = _merged({name: np.concatenate((old[name][at:], new[name])) for name in _COLUMNS})
-    return {name: np.concatenate((old[name][:at], tail[name])) for name in _COLUMNS}
-
-
-def _buckets(kept: Blocks, blocks: tuple[int, int], size: int, lo: int, width: int) -> Blocks | None:
-    """The buckets of ``width`` from ``lo`` over the kept blocks numbered ``blocks[0]..blocks[1]`` that hold
-    points, as the rollup's chart query groups them; None where none does."""
-    first, last = np.searchsorted(kept["block"], blocks[0]), np.searchsorted(kept["block"], blocks[1], "right")
-    rows = {name: column[first:last] for name, column in kept.items()}
+def _buckets(rows: Blocks, size: int, lo: int, width: int) -> Blocks | None:
+    """The buckets of ``width`` from ``lo`` over the blocks ``rows`` of one series (any order, a block in several
+    rows), as the rollup's chart query groups them; None where none holds points."""
     b = (rows["block"] * size - lo) // width
     order = np.lexsort((rows["last_value"], rows["last_inserted"], rows["last_at"], b))
     rows, b = {name: column[order] for name, column in rows.items()}, b[order]
