@@ -114,10 +114,14 @@ def test_every_chart_of_the_memory_equals_the_rollups_answer(store):
                     expected = _from_tables(store, jobs, asked, axis, buckets)
                     assert _same(found, expected), (axis, jobs, asked, buckets)
     assert sum(table is not None for table in served) >= 60  # most were answered by the memory
-    stored = store.engine.query(
-        f"""SELECT count() AS n FROM (SELECT DISTINCT job, metric, variant, axis, level, block
+    stored = (
+        store.engine.query(
+            f"""SELECT count() AS n FROM (SELECT DISTINCT job, metric, variant, axis, level, block
         FROM {store.database}.scalars_rollup WHERE level >= if(axis = 0, {FINE[0]}, {FINE[1]}))"""
-    ).column("n")[0].as_py()
+        )
+        .column("n")[0]
+        .as_py()
+    )
     assert stored <= recent.blocks <= 2 * stored  # a block in a few runs at most
 
 
@@ -138,9 +142,10 @@ def test_a_job_stored_before_this_process_is_read_from_the_table(store, embedded
     _write(store, points_table("j1", "loss", np.arange(300_000), np.ones(300_000)))
     restarted = Store(embedded_engine, store.database)
     _write(restarted, points_table("j1", "loss", np.arange(300_000, 310_000), np.full(10_000, 3.0)))
-    assert restarted.scalars._recent.chart(
-        ["j1"], "loss", None, axis=0, level=9, blocks=(0, 700), lo=0, width=3584
-    ) is None
+    assert (
+        restarted.scalars._recent.chart(["j1"], "loss", None, axis=0, level=9, blocks=(0, 700), lo=0, width=3584)
+        is None
+    )
     chart = restarted.scalars.charts(["j1"], [("loss", None, None, None)], axis="iter", buckets=100)[0]
     assert chart["series"][0]["mean"][-1] == 3.0 and chart["series"][0]["count"][0] == 3584
 

@@ -21,15 +21,14 @@ data, a failed write, or ``blocks`` blocks in all, the jobs written longest ago 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .recent import RecentJobs
-from .series import one_value, row_keys
+from .series import row_keys
 
 KEPT_LEVELS = {0: 9, 1: 16}  # per axis (0: iterations, 1: milliseconds), the finest level kept
 _SUMS = ("sum", "n", "count")
@@ -72,33 +71,20 @@ def _key(series: int | np.ndarray, axis: int | np.ndarray, level: int | np.ndarr
     return (series << 16) | (axis << 8) | level
 
 
-class RecentCharts:
+class RecentCharts(RecentJobs[_Job]):
     """The chart rollup's blocks at ``levels`` and coarser of the jobs whose points this process wrote from their
     first, up to ``blocks`` blocks in all (~110 bytes each). ``deletions(job)``: how many deletions of the job's
-    data have ended."""
+    data have ended. A write of a job ``unknown`` here must first ``begin`` it (the rollup holds none of its
+    blocks) or ``refuse`` it."""
 
-    def __init__(
-        self, blocks: int, deletions: Callable[[str], int], levels: dict[int, int] = KEPT_LEVELS
-    ) -> None:
-        self._kept: RecentJobs[_Job] = RecentJobs(blocks, deletions, _Job)
+    def __init__(self, blocks: int, deletions: Callable[[str], int], levels: dict[int, int] = KEPT_LEVELS) -> None:
+        super().__init__(blocks, deletions, _Job)
         self._levels = levels
 
     @property
     def blocks(self) -> int:
         """How many blocks are kept now."""
-        return self._kept.size
-
-    def unknown(self, jobs: Iterable[str]) -> list[str]:
-        """Those of ``jobs`` neither kept nor refused: a write of theirs must first ``begin`` or ``refuse``."""
-        return self._kept.unknown(jobs)
-
-    def begin(self, job: str) -> None:
-        """Keep ``job`` from now on: the rollup holds none of its blocks."""
-        self._kept.begin(job)
-
-    def refuse(self, jobs: Iterable[str]) -> None:
-        """Keep none of ``jobs`` in this process (stored before it, or a write that may have failed half way)."""
-        self._kept.refuse(jobs)
+        return self.size
 
     def add(self, rows: pa.Table) -> None:
         """Merge the rollup rows the table was just given (``rollup.rollup_rows``: counting points or taking them
@@ -108,17 +94,7 @@ class RecentCharts:
         coarse = level >= np.where(axis == 0, self._levels[0], self._levels[1])
         if not coarse.any():
             return
-        rows = rows.filter(pa.array(coarse))
-        jobs = rows.column("job")
-        only = one_value(jobs)
-        with self._kept.lock:
-            for name in [only] if only is not None else pc.unique(jobs).to_pylist():
-                job = self._kept.written(name)
-                if job is None:
-                    continue
-                before = job.size
-                job.add(_run(job, rows if only is not None else rows.filter(pc.equal(jobs, name))))
-                self._kept.grown(job, before)
+        self.merge(rows.filter(pa.array(coarse)), lambda job, its: job.add(_run(job, its)))
 
     def chart(
         self,
@@ -139,8 +115,8 @@ class RecentCharts:
             return None
         size = 1 << level
         parts = []
-        with self._kept.lock:
-            kept = [self._kept.current(name) for name in jobs]
+        with self.lock:
+            kept = [self.current(name) for name in jobs]
             if any(job is None for job in kept):
                 return None
             for name, job in sorted(zip(jobs, kept, strict=True), key=lambda pair: pair[0]):
@@ -229,6 +205,7 @@ def _buckets(rows: Blocks, size: int, lo: int, width: int) -> Blocks | None:
 
 def _table(parts: list[tuple[str, str, Blocks]]) -> pa.Table:
     """The buckets of each (job, variant, buckets) of ``parts`` as one table of the chart query's columns."""
+
     def joined(name: str) -> np.ndarray:
         return np.concatenate([part[name] for _, _, part in parts]) if parts else np.zeros(0)
 

@@ -4,8 +4,8 @@ The store that sees every write keeps some rollups of the jobs it writes in memo
 tables (the per-minute system rollup, ``system_recent.py``; the chart rollup's coarse blocks,
 ``chart_recent.py``), so that reads of them need no query. Such a memory answers for a job only if it
 counted every row the table holds for it: the job must have had none stored when this process first
-wrote to it, and nothing may have been taken from the table behind its back since. ``RecentJobs`` keeps
-that account, the same for every such memory:
+wrote to it, and nothing may have been taken from the table behind its back since. ``RecentJobs``, which
+such a memory extends, keeps that account, the same for every one of them:
 
 - ``unknown`` names the jobs a write must first ``begin`` (the table holds none of their rows: keep them
   from now on) or ``refuse`` (stored before this process, or a write that may have failed half way);
@@ -19,6 +19,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Generic, Protocol, TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .series import one_value
 
 _REFUSED_KEPT = 100_000  # jobs remembered as not kept, so that their first write is not looked up again
 
@@ -82,6 +87,20 @@ class RecentJobs(Generic[J]):
         if job is not None:
             self._jobs.move_to_end(name)
         return job
+
+    def merge(self, rows: pa.Table, into: Callable[[J, pa.Table], None]) -> None:
+        """Merge the ``rows`` of each kept job (a ``job`` column) into it, by ``into(job, its rows)``, as its latest
+        write; then keep within the budget."""
+        jobs = rows.column("job")
+        only = one_value(jobs)  # a request of one job, as most are
+        with self.lock:
+            for name in [only] if only is not None else pc.unique(jobs).to_pylist():
+                job = self.written(name)
+                if job is None:
+                    continue
+                before = job.size
+                into(job, rows if only is not None else rows.filter(pc.equal(jobs, name)))
+                self.grown(job, before)
 
     def grown(self, job: J, before: int) -> None:
         """Count what ``job`` holds now that it held ``before``; then end the memory of the jobs written longest

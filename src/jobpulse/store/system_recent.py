@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import truediv
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from .recent import RecentJobs
 from .rollup import by_series_then_x
-from .series import one_value, row_keys
+from .series import row_keys
 
 if TYPE_CHECKING:
     from .system import SeriesWindow
@@ -95,43 +95,23 @@ class _Job:
     size: int = 0  # minutes of series
 
 
-class RecentSystem:
+class RecentSystem(RecentJobs[_Job]):
     """The per-minute rollup of the jobs whose system samples this process wrote from their first, up to
     ``cells`` minutes of series in all. ``deletions(job)``: how many deletions of the job's data have ended,
-    so that a deletion ends the memory of the job."""
+    so that a deletion ends the memory of the job. A write of a job ``unknown`` here must first ``begin`` it
+    (the rollup holds none of its samples) or ``refuse`` it."""
 
     def __init__(self, cells: int, deletions: Callable[[str], int]) -> None:
-        self._kept: RecentJobs[_Job] = RecentJobs(cells, deletions, _Job)
+        super().__init__(cells, deletions, _Job)
 
     @property
     def cells(self) -> int:
         """How many minutes of series are kept now."""
-        return self._kept.size
-
-    def unknown(self, jobs: Iterable[str]) -> list[str]:
-        """Those of ``jobs`` neither kept nor refused: a write of theirs must first ``begin`` or ``refuse``."""
-        return self._kept.unknown(jobs)
-
-    def begin(self, job: str) -> None:
-        """Keep ``job`` from now on: the rollup holds none of its samples."""
-        self._kept.begin(job)
-
-    def refuse(self, jobs: Iterable[str]) -> None:
-        """Keep none of ``jobs`` in this process (stored before it, or a write that may have failed half way)."""
-        self._kept.refuse(jobs)
+        return self.size
 
     def add(self, samples: pa.Table) -> None:
         """Count the samples the rollup was just given (columns job, worker, metric, device, ts, value)."""
-        jobs = samples.column("job")
-        only = one_value(jobs)  # a request of one job, as most are
-        with self._kept.lock:
-            for name in [only] if only is not None else pc.unique(jobs).to_pylist():
-                job = self._kept.written(name)
-                if job is None:
-                    continue
-                before = job.size
-                _add_minutes(job, samples if only is not None else samples.filter(pc.equal(jobs, name)))
-                self._kept.grown(job, before)
+        self.merge(samples, _add_minutes)
 
     def series(self, job: str, metrics: list[str], window: SeriesWindow) -> list[dict[str, Any]] | None:
         """The series the rollup would answer for ``window`` (whole minutes from a whole minute; the minutes of
@@ -145,8 +125,8 @@ class RecentSystem:
         # as the table's query filters: no workers named is every worker, no devices named is none
         workers, devices = window.workers, window.devices
         wanted = (set(metrics), set(workers) if workers else None, None if devices is None else set(devices))
-        with self._kept.lock:
-            kept = self._kept.current(job)
+        with self.lock:
+            kept = self.current(job)
             if kept is None:
                 return None
             found = []

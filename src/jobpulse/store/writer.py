@@ -125,17 +125,23 @@ class Writer:
         table = self._new_rows("system", table)
         if not table.num_rows:
             return 0
-        recent = self._recent
-        jobs = self._begin_kept(recent, table, "system_1m")
+        jobs = self._begin_kept(self._recent, table, "system_1m")
+        self._insert_kept(self._recent, jobs, "system", table)
+        return table.num_rows
+
+    def _insert_kept(
+        self, recent: RecentSystem | RecentCharts | None, jobs: list[str], name: str, rows: pa.Table, **settings: int
+    ) -> None:
+        """Insert ``rows`` into the table ``name`` and into ``recent``'s memory of ``jobs``, or, where the insert fails,
+        end that memory (some blocks may have been stored)."""
         try:
-            self._engine.insert(f"{self._db}.system", table)
+            self._engine.insert(f"{self._db}.{name}", rows, settings or None)
         except BaseException:
             if recent is not None:
-                recent.refuse(jobs)  # some blocks may have been stored
+                recent.refuse(jobs)
             raise
         if recent is not None:
-            recent.add(table)
-        return table.num_rows
+            recent.add(rows)
 
     def _begin_kept(self, recent: RecentSystem | RecentCharts | None, table: pa.Table, rollup: str) -> list[str]:
         """The jobs of ``table``; those ``recent`` knows nothing of yet are kept from now on if the table ``rollup``
@@ -193,15 +199,7 @@ class Writer:
         inserted = self._inserted_now()
         charts = self._charts
         jobs = self._begin_kept(charts, table, "scalars_rollup")
-        rollup = new.rollup(inserted)
-        try:
-            self._engine.insert(f"{self._db}.scalars_rollup", rollup, _AS_GIVEN)
-        except BaseException:
-            if charts is not None:
-                charts.refuse(jobs)  # some blocks may have been stored
-            raise
-        if charts is not None:
-            charts.add(rollup)
+        self._insert_kept(charts, jobs, "scalars_rollup", new.rollup(inserted), **_AS_GIVEN)
         try:
             summary = latest_rows(table, new.codes, new.series, inserted, new.replaced_codes)
             self._engine.insert(f"{self._db}.scalars_latest", summary, _AS_GIVEN)
