@@ -134,7 +134,9 @@ class Scalars:
         extent then comes from the catalogue of the jobs' series), else the series' points and last
         insert, read with the extent (one small query). Wide buckets are
         read from the rollup's blocks (the range then starts on a block boundary and the width is a
-        whole number of blocks), so the cost follows the number of buckets, not the history's length.
+        whole number of blocks), so the cost follows the number of buckets, not the history's length; the
+        coarse blocks of jobs this store wrote are kept in its memory (``chart_recent.py``), and a chart
+        reading them is computed without a query.
         """
         return self.charts(jobs, [(metric, variants, x_min, x_max)], axis=axis, buckets=buckets)[0]
 
