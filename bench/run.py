@@ -55,9 +55,9 @@ SIZES: dict[str, dict[str, Any]] = {
     },
     "quick": {
         "repeats": 1,
-        "w1": {"metrics": 10, "steps": 20_000, "batch_steps": 10_000, "peer_time_s": 8},
+        "w1": {"metrics": 10, "steps": 10_000, "batch_steps": 5_000, "peer_time_s": 5},
         "w2": {"chart_buckets": 1000, "big_points": 1_000_000, "big_batch": 500_000},
-        "w3": {"runs": 200, "metrics": 5, "steps": 100, "points_per_request": 100_000, "peer_time_s": 8},
+        "w3": {"runs": 200, "metrics": 5, "steps": 100, "points_per_request": 100_000, "peer_time_s": 5},
         "w4": {"gpus": 64, "gpus_per_worker": 8, "metrics": 10, "seconds": 600},
         "w5": {"lines": 200_000, "workers": 8, "batch": 80_000, "tail": 1000},
         "w6": {"calls": 50_000, "time_s": 1.5, "mlflow_calls": 300},
