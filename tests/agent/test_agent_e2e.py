@@ -153,30 +153,33 @@ def test_the_config_of_an_sdk_run_under_run_reaches_the_job(env, api):
 RANKS_SCRIPT = """
 import json, os, subprocess, sys, urllib.request
 
-rank = "import jobpulse; run = jobpulse.init(); run.log({f'rank{run.placement.rank}/loss': 1.0}, step=1); run.finish()"
-
-
-def ranks(*numbers):
-    for n in numbers:
-        subprocess.run([sys.executable, "-c", rank], env={**os.environ, "RANK": str(n), "WORLD_SIZE": "2"}, check=True)
-
-
-ranks(1)
+rank = "import jobpulse; r = jobpulse.init(); r.log({f'rank{r.placement.rank}/loss': 1.0}, step=1); r.finish(%r)"
 url = os.environ["JOBPULSE_URL"] + "/jp/v1/jobs/run-ranks/workers"
 req = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ["JOBPULSE_API_KEY"]})
-print("after rank 1:", [(w["worker"], w["status"]) for w in json.load(urllib.request.urlopen(req))["workers"]])
-ranks(0)
+
+
+def ranks(numbers, status="completed"):
+    for n in numbers:
+        env = {**os.environ, "RANK": str(n), "WORLD_SIZE": "3"}
+        subprocess.run([sys.executable, "-c", rank % status], env=env, check=True)
+    print("after", numbers, [(w["worker"], w["status"]) for w in json.load(urllib.request.urlopen(req))["workers"]])
+
+
+ranks([1])
+ranks([2], "failed")
+ranks([0])
 """
 
 
 def test_ranks_launched_under_run_share_its_worker_and_leave_its_status_to_it(env, api):
     _python_under_run(env, "run-ranks", RANKS_SCRIPT)
     lines = [line["msg"] for line in _logs(api, "run-ranks")]
-    assert "after rank 1: [('worker-0', 'running')]" in lines  # one rank's end did not end the worker
+    assert "after [1] [('worker-0', 'running')]" in lines  # one rank completing did not end the worker
+    assert "after [2] [('worker-0', 'failed')]" in lines  # a rank that failed says so
     (worker,) = api.request("GET", "/jp/v1/jobs/run-ranks/workers")["workers"]
-    assert (worker["worker"], worker["status"], worker["exit_code"]) == ("worker-0", "completed", 0)
+    assert (worker["worker"], worker["status"], worker["exit_code"]) == ("worker-0", "completed", 0)  # run's word
     metrics = {m["metric"] for m in api.request("GET", "/jp/v1/jobs/run-ranks/scalars")["metrics"]}
-    assert metrics == {"rank0", "rank1"}
+    assert metrics == {"rank0", "rank1", "rank2"}
 
 
 def test_run_says_where_what_it_could_not_deliver_waits(env, tmp_path):

@@ -131,8 +131,9 @@ class Run:
             # `jobpulse run` captures the process's output itself and says so with JOBPULSE_CAPTURE_CONSOLE=0.
             capture_console = _env_flag("JOBPULSE_CAPTURE_CONSOLE")
         # `jobpulse run` reports the start and end of its worker (with the command's exit code) itself, and says so
-        # with JOBPULSE_WORKER_STATUS=0: every rank the command launches shares that worker, and one rank ending
-        # must not end it while the others still run. A run given another job or worker reports its own.
+        # with JOBPULSE_WORKER_STATUS=0: every rank the command launches shares that worker, and one rank completing
+        # must not end it while the others still run (a rank that failed or was stopped still says so). A run
+        # given another job or worker reports its own.
         wrapped = (os.environ.get("JOBPULSE_JOB"), os.environ.get("JOBPULSE_WORKER")) == (self.job, self.worker)
         self._worker_status = _env_flag("JOBPULSE_WORKER_STATUS") or not wrapped
         self._console = Console(self._line)
@@ -309,7 +310,7 @@ class Run:
                 signal.signal(signal.SIGTERM, self._previous_sigterm)
         if status == "failed" and self._failure:
             self._request("PATCH", self._job_path, {"error_message": self._failure[:2000]}, "job")
-        if self._worker_status:
+        if self._worker_status or status != "completed":
             self._put_worker({"status": status})
         self._max_queue = 0  # later report calls are ignored
         wait = self.flush_timeout if timeout is None else timeout
