@@ -349,13 +349,13 @@ class Jobs:
             return
         if status == "created":
             raise Conflict(f"job {job.job!r} is {job.status}; it cannot go back to created", field="status")
-        now = _when(at)
+        when = _when(at)
         if status == "running":
             job.ended = None
-            job.started = job.started or now
+            job.started = job.started or when
         else:
-            job.started = job.started or now
-            job.ended = now
+            job.started = job.started or when
+            job.ended = when
         job.status = status
 
     def delete(self, job_id: str) -> None:

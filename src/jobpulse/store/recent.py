@@ -81,7 +81,7 @@ class RecentJobs(Generic[J]):
             return None
         return job
 
-    def written(self, name: str) -> J | None:
+    def _written(self, name: str) -> J | None:
         """``current``, as the job written most recently. Under ``lock``."""
         job = self.current(name)
         if job is not None:
@@ -95,14 +95,14 @@ class RecentJobs(Generic[J]):
         only = one_value(jobs)  # a request of one job, as most are
         with self.lock:
             for name in [only] if only is not None else pc.unique(jobs).to_pylist():
-                job = self.written(name)
+                job = self._written(name)
                 if job is None:
                     continue
                 before = job.size
                 into(job, rows if only is not None else rows.filter(pc.equal(jobs, name)))
-                self.grown(job, before)
+                self._grown(job, before)
 
-    def grown(self, job: J, before: int) -> None:
+    def _grown(self, job: J, before: int) -> None:
         """Count what ``job`` holds now that it held ``before``; then end the memory of the jobs written longest
         ago while all hold more than the budget. Under ``lock``."""
         self._size += job.size - before
