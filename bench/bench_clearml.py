@@ -91,7 +91,8 @@ def bench_add_batch(http: Http, events: int, batch: int, senders: int) -> dict[s
     elapsed = time.perf_counter() - started
     if added != events:
         raise RuntimeError(f"add_batch stored {added} of {events} events")
-    stored = clearml(http,
+    stored = clearml(
+        http,
         "events.scalar_metrics_iter_raw",
         {"task": task, "metric": {"metric": "metric_0"}, "batch_size": 1, "count_total": True},
     )["total"]

@@ -276,9 +276,7 @@ def settle(pid: int | None, limit_s: float = 300.0) -> str:
     return f"server idle after {time.monotonic() - started:.0f} s"
 
 
-def bench_preview(
-    http: Http, key: str, repeats: int, sizes_gb: list[float], threads: int, pid: int | None
-) -> None:
+def bench_preview(http: Http, key: str, repeats: int, sizes_gb: list[float], threads: int, pid: int | None) -> None:
     headers = {"X-Auth-Token": key}
     path = f"/v2/{PROJECT}/training-jobs/{JOB}/tasks/worker-0/logs/preview"
     lines = written = 0

@@ -34,10 +34,20 @@ W6 = {
 ROWS: list[tuple[str, str, bool, str, dict[str, str]]] = [
     ("1. scalar ingest, HTTP columnar", "points/s", True, "w1.ingest.columnar", W1),
     ("1. scalar ingest, HTTP Arrow", "points/s", True, "w1.ingest.arrow", W1),
-    ("1. scalar ingest, HTTP JSON lines (bodies written before the clock, as a file is posted)", "points/s", True,
-     "w1.ingest.jsonl", W1),
-    ("1. scalar ingest, HTTP JSON lines written in the loop by Python (orjson per point)", "points/s", True,
-     "w1.ingest.jsonl_python", W1),
+    (
+        "1. scalar ingest, HTTP JSON lines (bodies written before the clock, as a file is posted)",
+        "points/s",
+        True,
+        "w1.ingest.jsonl",
+        W1,
+    ),
+    (
+        "1. scalar ingest, HTTP JSON lines written in the loop by Python (orjson per point)",
+        "points/s",
+        True,
+        "w1.ingest.jsonl_python",
+        W1,
+    ),
     ("1. scalar ingest, SDK end to end", "points/s", True, "w1.ingest.sdk", W1),
     (
         "2. read one metric's full history",

@@ -41,9 +41,7 @@ def any_engine(request: pytest.FixtureRequest, embedded_engine: EmbeddedEngine) 
         yield embedded_engine
         return
     if not CLICKHOUSE_URL:
-        pytest.skip(
-            "no ClickHouse server: set JOBPULSE_TEST_CLICKHOUSE_URL=clickhouse://user:pass@host:8123/db"
-        )
+        pytest.skip("no ClickHouse server: set JOBPULSE_TEST_CLICKHOUSE_URL=clickhouse://user:pass@host:8123/db")
     engine = HttpEngine(CLICKHOUSE_URL)
     yield engine
     engine.close()

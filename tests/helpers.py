@@ -119,9 +119,8 @@ class FailingInserts:
             raise StoreUnavailable("storage engine error: no space left on device")
         self._engine.insert(table, data, settings)
 
-def points_table(
-    job: str, metric: str, iters: Any, values: Any, *, variant: str = "", ts_ms: Any = None
-) -> pa.Table:
+
+def points_table(job: str, metric: str, iters: Any, values: Any, *, variant: str = "", ts_ms: Any = None) -> pa.Table:
     """Points of one series as the writer takes them; ``ts_ms`` defaults to 1,700,000,000,000 + iter."""
     iters = np.asarray(iters, dtype=np.int64)
     n = len(iters)

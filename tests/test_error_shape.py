@@ -48,9 +48,7 @@ def test_an_unexpected_failure_is_500_without_a_stack_trace(app, admin_token, st
     from starlette.testclient import TestClient
 
     store.engine.command(f"DROP TABLE {store.database}.logs")
-    with TestClient(
-        app, raise_server_exceptions=False, headers={"Authorization": f"Bearer {admin_token}"}
-    ) as c:
+    with TestClient(app, raise_server_exceptions=False, headers={"Authorization": f"Bearer {admin_token}"}) as c:
         post_columns(c, scalar_series("j1", "loss", [1.0]))
         answer = c.get("/jp/v1/jobs/j1/logs")
     assert answer.status_code in (500, 503)

@@ -39,9 +39,7 @@ def test_json_lines_of_every_kind_are_stored(client):
     assert client.get("/jp/v1/jobs/j1/events/plot").json()["events"][0]["plot"] == {"data": [{"x": [0, 1]}]}
     assert client.get("/jp/v1/jobs/j1/events/image").json()["events"][0]["key"] == "samples/aug/1"
     log = client.get("/jp/v1/jobs/j1/logs").json()["lines"]
-    assert [(line["msg"], line["level"], line["worker"]) for line in log] == [
-        ("hello", "warning", "worker-0")
-    ]
+    assert [(line["msg"], line["level"], line["worker"]) for line in log] == [("hello", "warning", "worker-0")]
     series = client.get("/jp/v1/jobs/j1/system/series", params={"metric": "gpu_util"}).json()["series"]
     assert series[0]["device"] == "0" and series[0]["avg"] == [97.0]
 
@@ -109,9 +107,10 @@ def test_the_kind_may_come_from_the_query_in_every_form(client):
     del body["series"][0]["kind"]
     assert post_columns(client, body, kind="scalar").json()["accepted"] == 2
     vector = {"kind": "vector", "metric": "hist", "iter": 1, "values": [1, 2]}  # lines read one by one
-    assert post_lines(client, scalar | {"iter": 5}, vector, project="proj", job="j1", kind="scalar").json()[
-        "accepted"
-    ] == 2
+    assert (
+        post_lines(client, scalar | {"iter": 5}, vector, project="proj", job="j1", kind="scalar").json()["accepted"]
+        == 2
+    )
     points = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"}).json()
     assert points["iter"] == [1, 2, 3, 4, 5]
     assert [line["msg"] for line in client.get("/jp/v1/jobs/j1/logs").json()["lines"]] == ["its own kind wins"]
@@ -226,12 +225,8 @@ def test_resent_batch_does_not_duplicate(client):
 
 
 def test_a_rereported_scalar_replaces_the_old_value(client):
-    post_lines(
-        client, {"kind": "scalar", "metric": "loss", "iter": 7, "value": 1.0}, project="proj", job="j1"
-    )
-    post_lines(
-        client, {"kind": "scalar", "metric": "loss", "iter": 7, "value": 9.0}, project="proj", job="j1"
-    )
+    post_lines(client, {"kind": "scalar", "metric": "loss", "iter": 7, "value": 1.0}, project="proj", job="j1")
+    post_lines(client, {"kind": "scalar", "metric": "loss", "iter": 7, "value": 9.0}, project="proj", job="j1")
     points = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"}).json()
     assert points["iter"] == [7] and points["value"] == [9.0]
 

@@ -179,7 +179,7 @@ def test_a_column_of_the_wrong_type_or_name_refuses_the_body_and_names_it(client
 
 
 def test_a_body_that_is_no_arrow_stream_is_refused(client):
-    answer = post_arrow(client, b"{\"kind\": \"scalar\"}")
+    answer = post_arrow(client, b'{"kind": "scalar"}')
     assert answer.status_code == 400
     assert "Arrow IPC stream" in answer.json()["error"]["message"]
 

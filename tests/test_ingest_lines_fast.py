@@ -296,6 +296,7 @@ def test_a_job_given_only_by_a_missing_default_is_left_to_the_per_line_path():
 
 # -- random bodies -------------------------------------------------------------------------------------
 
+
 def test_random_bodies_are_answered_as_the_per_line_path_answers_them():
     import random
 

@@ -44,13 +44,11 @@ def test_creating_a_job_id_used_by_another_project_is_409(client):
 
 def test_bad_ids_are_400_naming_the_field(client):
     assert (
-        client.post("/jp/v1/jobs", json={"project": "bad project!", "job": "j1"}).json()["error"]["field"]
-        == "project"
+        client.post("/jp/v1/jobs", json={"project": "bad project!", "job": "j1"}).json()["error"]["field"] == "project"
     )
     assert client.post("/jp/v1/jobs", json={"project": "p", "job": "-x"}).json()["error"]["field"] == "job"
     assert (
-        client.post("/jp/v1/jobs", json={"project": "p", "job": "j", "colour": 1}).json()["error"]["field"]
-        == "colour"
+        client.post("/jp/v1/jobs", json={"project": "p", "job": "j", "colour": 1}).json()["error"]["field"] == "colour"
     )
 
 
@@ -96,8 +94,7 @@ def test_list_carries_each_jobs_worker_count(client):
 
 def test_large_answers_are_gzipped_when_asked(client):
     post_columns(client, scalar_series("j1", "loss", [float(i) for i in range(5000)]))
-    answer = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"},
-                        headers={"Accept-Encoding": "gzip"})
+    answer = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss"}, headers={"Accept-Encoding": "gzip"})
     assert answer.headers["content-encoding"] == "gzip" and len(answer.json()["iter"]) == 5000
 
 
@@ -227,10 +224,16 @@ def test_files_round_trip_and_reject_unsafe_names(client):
 def test_the_api_is_documented_at_docs(anonymous):
     assert anonymous.get("/docs").status_code == 200
     paths = anonymous.get("/openapi.json").json()["paths"]
-    for path in ("/jp/v1/ingest", "/jp/v1/jobs", "/jp/v1/jobs/{job}/scalars/chart", "/jp/v1/jobs/{job}/logs/follow",
-                 "/jp/v1/jobs/{job}/system/series", "/jp/v1/scalars/latest", "/jp/v1/jobs/{job}/usage"):
+    for path in (
+        "/jp/v1/ingest",
+        "/jp/v1/jobs",
+        "/jp/v1/jobs/{job}/scalars/chart",
+        "/jp/v1/jobs/{job}/logs/follow",
+        "/jp/v1/jobs/{job}/system/series",
+        "/jp/v1/scalars/latest",
+        "/jp/v1/jobs/{job}/usage",
+    ):
         assert path in paths, path
-
 
 
 def test_a_registration_and_a_worker_status_at_once_keep_both_changes(store):

@@ -111,9 +111,7 @@ def test_download_streams_text_and_json_lines(client):
     assert len(text) == 2 and text[0].endswith(" w0 INFO one")
     rows = [
         orjson.loads(line)
-        for line in client.get(
-            "/jp/v1/jobs/j1/logs/download", params={"format": "jsonl"}
-        ).content.splitlines()
+        for line in client.get("/jp/v1/jobs/j1/logs/download", params={"format": "jsonl"}).content.splitlines()
     ]
     assert [r["msg"] for r in rows] == ["one", "two"] and rows[0]["worker"] == "w0"
     assert client.get("/jp/v1/jobs/j1/logs/download", params={"format": "xml"}).status_code == 400

@@ -120,13 +120,19 @@ def test_charts_of_several_metrics_read_together_equal_each_metrics_chart(client
     post_columns(client, scalar_series("j1", "short", [float(i % 7) for i in range(300)]))
     post_columns(client, scalar_series("j1", "long", [math.sin(i / 50) for i in range(30_000)]))
     post_columns(client, scalar_series("j1", "long", [-1.0] * 500, variant="eval", start=100))
-    asked = [("long", None, None, None), ("short", ["train"], 10, 250), ("nothing", None, None, None),
-             ("long", ["eval"], None, None)]
+    asked = [
+        ("long", None, None, None),
+        ("short", ["train"], 10, 250),
+        ("nothing", None, None, None),
+        ("long", ["eval"], None, None),
+    ]
     for axis in ("iter", "time"):  # (over time, the x range of "short" holds no point)
         together = store.scalars.charts(["j1"], asked, axis=axis, buckets=40)
         store.scalars._memory = type(store.scalars._memory)(128)  # nothing remembered: each chart read alone
-        alone = [store.scalars.chart(["j1"], m, variants=v, axis=axis, buckets=40, x_min=lo, x_max=hi)
-                 for m, v, lo, hi in asked]
+        alone = [
+            store.scalars.chart(["j1"], m, variants=v, axis=axis, buckets=40, x_min=lo, x_max=hi)
+            for m, v, lo, hi in asked
+        ]
         assert together == alone
         assert [len(c["series"]) for c in together] == ([2, 1, 0, 1] if axis == "iter" else [2, 0, 0, 1])
 
@@ -227,9 +233,7 @@ def test_points_come_as_an_arrow_stream_when_asked_for_with_the_same_columns_and
     stored = got.column("value").to_pylist()[:25]
     assert math.isnan(stored[3]) and stored[4] == math.inf  # kept as floats, not text
     assert stored[:3] + stored[5:] == values[:3] + values[5:]
-    only = client.get(
-        "/jp/v1/jobs/j1/scalars/points", params={"metric": "loss", "fields": "iter,value"}, headers=arrow
-    )
+    only = client.get("/jp/v1/jobs/j1/scalars/points", params={"metric": "loss", "fields": "iter,value"}, headers=arrow)
     assert pa.ipc.open_stream(only.content).read_all().column_names == ["iter", "value"]
 
 

@@ -41,9 +41,7 @@ def test_first_start_writes_an_admin_key_and_prints_a_login_link(server):
 
 def test_data_survives_a_restart(tmp_path):
     with running_server(tmp_path) as server:
-        line = orjson.dumps(
-            {"kind": "scalar", "project": "p", "job": "keep", "metric": "m", "iter": 1, "value": 4.5}
-        )
+        line = orjson.dumps({"kind": "scalar", "project": "p", "job": "keep", "metric": "m", "iter": 1, "value": 4.5})
         assert (
             api(
                 server,
@@ -144,9 +142,7 @@ def test_demo_job_loads_through_the_public_api(server):
     assert result.returncode == 0, result.stderr
     job = api(server, "GET", "/jp/v1/jobs/demo-e2e").json()
     assert job["job"]["instance_type"]["gpu_count"] == 8 and len(job["workers"]) == 4
-    heat = api(
-        server, "GET", "/jp/v1/jobs/demo-e2e/system/series", params={"metric": "gpu_util", "step": "5m"}
-    )
+    heat = api(server, "GET", "/jp/v1/jobs/demo-e2e/system/series", params={"metric": "gpu_util", "step": "5m"})
     assert len(heat.json()["series"]) == 32
     errors = api(server, "GET", "/jp/v1/jobs/demo-e2e/logs", params={"level": "error"}).json()["lines"]
     assert errors[0]["msg"].startswith("Traceback")

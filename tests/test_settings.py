@@ -34,9 +34,7 @@ def test_a_bad_environment_value_names_the_variable():
 
 def test_every_setting_is_a_server_flag():
     parser = build_parser()
-    args = parser.parse_args(
-        ["server", "--data-dir", "/tmp/x", "--raw-ttl-days", "3", "--no-write-credentials"]
-    )
+    args = parser.parse_args(["server", "--data-dir", "/tmp/x", "--raw-ttl-days", "3", "--no-write-credentials"])
     assert args.data_dir == Path("/tmp/x") and args.raw_ttl_days == 3 and args.write_credentials is False
     help_text = parser._subparsers._group_actions[0].choices["server"].format_help()
     for setting in SETTINGS:

@@ -130,8 +130,14 @@ def test_a_sample_repeated_within_one_batch_is_stored_and_counted_once(any_store
 def test_a_log_line_repeated_within_one_batch_is_stored_once(any_store):
     table = columns_to_arrow(
         "logs",
-        {"job": ["j1"] * 3, "ts": [T0] * 3, "worker": ["w"] * 3, "seq": [1, 1, 2], "level": ["info"] * 3,
-         "msg": ["a", "a", "b"]},
+        {
+            "job": ["j1"] * 3,
+            "ts": [T0] * 3,
+            "worker": ["w"] * 3,
+            "seq": [1, 1, 2],
+            "level": ["info"] * 3,
+            "msg": ["a", "a", "b"],
+        },
     )
     assert any_store.writer.write({"logs": table}) == {"logs": 2}
     assert any_store.logs.workers("j1") == [{"worker": "w", "lines": 2, "bytes": 4}]
@@ -154,9 +160,7 @@ def test_delete_removes_every_row_of_the_job(any_store):
 
 def test_migrate_is_idempotent_and_records_the_version(any_store):
     assert migrate(any_store.engine, any_store.database) == SCHEMA_VERSION
-    versions = any_store.engine.query(
-        f"SELECT version FROM {any_store.database}.schema_version ORDER BY version"
-    )
+    versions = any_store.engine.query(f"SELECT version FROM {any_store.database}.schema_version ORDER BY version")
     assert versions.column(0).to_pylist() == list(range(1, SCHEMA_VERSION + 1))
 
 
@@ -183,10 +187,14 @@ def test_raw_system_ttl_is_set_changed_and_removed(any_store):
     from jobpulse.store.schema import set_raw_ttl
 
     def ttl() -> str:
-        return any_store.engine.query(
-            "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = 'system'",
-            {"db": any_store.database},
-        ).column(0)[0].as_py()
+        return (
+            any_store.engine.query(
+                "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = 'system'",
+                {"db": any_store.database},
+            )
+            .column(0)[0]
+            .as_py()
+        )
 
     set_raw_ttl(any_store.engine, any_store.database, 14)
     assert "TTL" in ttl() and "14" in ttl()

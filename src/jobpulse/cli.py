@@ -75,9 +75,7 @@ def cmd_server(args: argparse.Namespace) -> int:
 
     overrides = {s.name: getattr(args, s.name) for s in SETTINGS}
     settings = load_settings(overrides)
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     store = open_store(
         settings.store,
@@ -89,8 +87,7 @@ def cmd_server(args: argparse.Namespace) -> int:
     )
     if store.previous_version and store.previous_version < store.schema_version:
         print(
-            f"jobpulse: upgraded the store schema from version {store.previous_version} "
-            f"to {store.schema_version}",
+            f"jobpulse: upgraded the store schema from version {store.previous_version} to {store.schema_version}",
             flush=True,
         )
     token = bootstrap_admin(store, settings)
@@ -107,9 +104,7 @@ def cmd_server(args: argparse.Namespace) -> int:
     if args.demo:
         threading.Thread(target=_load_demo_when_up, args=(settings.url, token, store), daemon=True).start()
     server = uvicorn.Server(
-        uvicorn.Config(
-            app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False
-        )
+        uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
     )
     try:
         server.run()
@@ -159,9 +154,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
     elif args.action == "list":
         for key in client.request("GET", "/jp/v1/keys")["keys"]:
             state = "revoked" if key["revoked"] else "active"
-            print(
-                f"{key['key_id']}  {key['role']:<6} {state:<8} {','.join(key['projects']):<30} {key['name']}"
-            )
+            print(f"{key['key_id']}  {key['role']:<6} {state:<8} {','.join(key['projects']):<30} {key['name']}")
     else:
         client.request("DELETE", f"/jp/v1/keys/{args.key_id}")
         print(f"revoked key {args.key_id}")

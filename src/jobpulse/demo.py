@@ -32,20 +32,10 @@ def png(pixels: np.ndarray) -> bytes:
     raw = b"".join(b"\x00" + pixels[row].tobytes() for row in range(height))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(data))
-            + kind
-            + data
-            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-        )
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw, 6))
-        + chunk(b"IEND", b"")
-    )
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
 
 
 def _scalars(rng: np.random.Generator, t0: int) -> list[dict]:
@@ -172,9 +162,7 @@ def _logs(t0: int, worker: int) -> dict:
     lines: list[tuple[int, str, str]] = []
     w = f"worker-{worker}"
     lines.append((t0, "info", f"[{w}] initializing process group: backend=nccl world_size={WORKERS * GPUS}"))
-    lines.append(
-        (t0 + 800, "info", f"[{w}] rank {worker * GPUS}-{worker * GPUS + GPUS - 1} ready on 8x H100 80GB")
-    )
+    lines.append((t0 + 800, "info", f"[{w}] rank {worker * GPUS}-{worker * GPUS + GPUS - 1} ready on 8x H100 80GB"))
     lines.append((t0 + 1500, "warning", f"[{w}] NCCL_IB_TIMEOUT not set, using default 18"))
     epochs = 30
     per_epoch = SPAN_S * 1000 // epochs
@@ -195,9 +183,7 @@ def _logs(t0: int, worker: int) -> dict:
         if worker == 2 and epoch == 17:
             for i, text in enumerate(TRACEBACK.splitlines()):
                 lines.append((start + per_epoch // 2 + i, "error", text))
-            lines.append(
-                (start + per_epoch // 2 + 50, "warning", "restarting data loader workers (attempt 1 of 3)")
-            )
+            lines.append((start + per_epoch // 2 + 50, "warning", "restarting data loader workers (attempt 1 of 3)"))
     ts = [t for t, _, _ in lines]
     return {
         "kind": "log",

@@ -43,9 +43,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("database", "jobpulse", "database name inside the embedded store"),
     Setting("log_level", "info", "server log level: debug, info, warning, error"),
-    Setting(
-        "public_url", "", "URL users reach the server at, for links it prints (default: http://host:port)"
-    ),
+    Setting("public_url", "", "URL users reach the server at, for links it prints (default: http://host:port)"),
     Setting(
         "raw_ttl_days",
         0,
@@ -83,9 +81,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("session_hours", 24 * 7, "lifetime of a web UI session cookie, in hours", int),
     Setting("follow_poll_ms", 500, "how often a live log follow looks for new lines, in milliseconds", int),
-    Setting(
-        "write_credentials", True, "on first start, write the admin key to the user's credentials file", bool
-    ),
+    Setting("write_credentials", True, "on first start, write the admin key to the user's credentials file", bool),
 )
 
 

@@ -225,16 +225,12 @@ class FakeNvml:
     def nvmlDeviceGetMemoryInfo(self, h: Handle, version: int | None = None) -> Any:
         self._enter("nvmlDeviceGetMemoryInfo" if not version else "nvmlDeviceGetMemoryInfo_v2")
         fb = self._section(h)["FB Memory Usage"]
-        total, reserved, free, used = (
-            int(_num(fb[k]) or 0) * MIB for k in ("Total", "Reserved", "Free", "Used")
-        )
+        total, reserved, free, used = (int(_num(fb[k]) or 0) * MIB for k in ("Total", "Reserved", "Free", "Used"))
         if version:
             if version != pynvml.nvmlMemory_v2:
                 raise pynvml.NVMLError(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
             # nvidia-smi prints the v2 figures: used leaves out the driver's reserve.
-            return pynvml.c_nvmlMemory_v2_t(
-                version=version, total=total, reserved=reserved, free=free, used=used
-            )
+            return pynvml.c_nvmlMemory_v2_t(version=version, total=total, reserved=reserved, free=free, used=used)
         # The v1 call counts the driver's reserve as used: used = total - free.
         return pynvml.c_nvmlMemory_t(total=total, free=free, used=total - free)
 

@@ -118,7 +118,5 @@ def test_usages_detail_of_one_npu():
 
 
 def test_usages_of_an_older_910_use_hbm_rate():
-    values = {
-        s.metric: s.value for s in usages_samples(parse_npu_usages(_text("npu_smi_usages_910a.txt")), "0")
-    }
+    values = {s.metric: s.value for s in usages_samples(parse_npu_usages(_text("npu_smi_usages_910a.txt")), "0")}
     assert values["npu_mem_util"] == 75.0 and values["npu_util"] == 57.0

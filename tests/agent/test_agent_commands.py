@@ -74,9 +74,7 @@ def test_agent_prints_samples_without_a_server():
         "--count",
         "2",
     ]
-    done = subprocess.run(
-        [*argv, "--interval", "100ms", "--no-gpu", "--no-npu"], capture_output=True, timeout=60
-    )
+    done = subprocess.run([*argv, "--interval", "100ms", "--no-gpu", "--no-npu"], capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
     rows = [orjson.loads(line) for line in done.stdout.splitlines()]
     metrics = {r["metric"] for r in rows}

@@ -106,9 +106,7 @@ def test_mig_legacy_name_selects_the_instance():
 
 
 def test_whole_gpu_next_to_a_mig_gpu():
-    collector = NvidiaCollector(
-        h100_mig(), env={"CUDA_VISIBLE_DEVICES": "GPU-8a9b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d"}
-    )
+    collector = NvidiaCollector(h100_mig(), env={"CUDA_VISIBLE_DEVICES": "GPU-8a9b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d"})
     values = _by_device(collector.collect(0.0))
     assert values["0"]["gpu_util"] == 98.0 and values["0"]["gpu_power_w"] == pytest.approx(641.17)
 

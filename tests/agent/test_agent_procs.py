@@ -27,9 +27,7 @@ def test_same_time_is_read_once(tmp_path):
 
 
 def test_a_new_child_is_found_through_the_children_file():
-    code = (
-        "import subprocess as s, time; p = s.Popen(['sleep', '30']); print(p.pid, flush=True)\ntime.sleep(9)"
-    )
+    code = "import subprocess as s, time; p = s.Popen(['sleep', '30']); print(p.pid, flush=True)\ntime.sleep(9)"
 
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:

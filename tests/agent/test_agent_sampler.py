@@ -84,9 +84,7 @@ def test_host_scope_without_limits_outside_a_container(tmp_path, monkeypatch):
     monkeypatch.setattr("jobpulse.agent.sampler.in_container", lambda: False)
     rec = Recorded("host_v1", tmp_path)
     rec.load("t0")
-    collectors = build_collectors(
-        proc_root=str(rec.proc), cgroup_root=str(rec.cgroup), use_nvml=False, use_npu=False
-    )
+    collectors = build_collectors(proc_root=str(rec.proc), cgroup_root=str(rec.cgroup), use_nvml=False, use_npu=False)
     assert HostCpu in [type(c) for c in collectors]
 
 

@@ -28,9 +28,7 @@ def test_sizes():
 def test_statvfs_gives_used_bytes_and_a_fraction(tmp_path):
     st = os.statvfs(tmp_path)
     used = (st.f_blocks - st.f_bfree) * st.f_frsize
-    samples = {
-        s.metric: s.value for s in StorageCollector([PathSpec("ephemeral", str(tmp_path))]).collect(0.0)
-    }
+    samples = {s.metric: s.value for s in StorageCollector([PathSpec("ephemeral", str(tmp_path))]).collect(0.0)}
     assert samples["ephemeral_bytes"] == pytest.approx(used, rel=0.01)
     assert 0.0 <= samples["ephemeral_util"] <= 1.0
 
@@ -42,9 +40,7 @@ def test_directory_with_a_limit_is_summed_like_du(tmp_path):
     (cache / "sub/b.bin").write_bytes(os.urandom(64 * 1024))
     os.link(cache / "a.bin", cache / "sub/a-again.bin")  # counted once
     size = du_bytes(str(cache))
-    blocks = sum(
-        os.lstat(p).st_blocks * 512 for p in (cache, cache / "sub", cache / "a.bin", cache / "sub/b.bin")
-    )
+    blocks = sum(os.lstat(p).st_blocks * 512 for p in (cache, cache / "sub", cache / "a.bin", cache / "sub/b.bin"))
     assert size == blocks
     collector = StorageCollector([PathSpec("cache", str(cache), 1024 * 1024)], background=False)
     samples = {s.metric: s.value for s in collector.collect(0.0)}

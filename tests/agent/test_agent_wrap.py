@@ -74,9 +74,7 @@ def test_progress_bar_rewrites_become_one_line():
 
 
 def test_output_is_echoed_as_it_comes(capfd):
-    run_wrapped(
-        _py("print('hello out'); import sys; print('hello err', file=sys.stderr)"), _outlet(), sample=False
-    )
+    run_wrapped(_py("print('hello out'); import sys; print('hello err', file=sys.stderr)"), _outlet(), sample=False)
     captured = capfd.readouterr()
     assert "hello out" in captured.out and "hello err" in captured.err
 
@@ -119,7 +117,6 @@ def test_the_command_process_tree_is_sampled():
     assert {"cpu_cores", "mem_bytes", "agent_cpu_seconds"} <= metrics
     busiest = max(s.value for _, samples in outlet.samples for s in samples if s.metric == "cpu_cores")
     assert busiest > 0.2
-
 
 
 def test_the_agents_own_cpu_never_counts_the_commands():

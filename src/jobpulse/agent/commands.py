@@ -83,16 +83,10 @@ def register(subparsers: Any) -> None:
         "host (default auto: process with --pid, else cgroup in a container or under limits, else host)",
     )
     agent.add_argument("--pid", type=int, help="sample this process and its descendants (scope process)")
-    agent.add_argument(
-        "--cgroup", help="sample this cgroup path (as in /proc/PID/cgroup) instead of the agent's own"
-    )
+    agent.add_argument("--cgroup", help="sample this cgroup path (as in /proc/PID/cgroup) instead of the agent's own")
     agent.add_argument("--count", type=int, help="stop after this many samples")
-    agent.add_argument(
-        "--print", action="store_true", help="print samples as JSON lines instead of sending them"
-    )
-    agent.add_argument(
-        "--flush-timeout", type=float, default=10.0, help="seconds to wait for delivery at exit"
-    )
+    agent.add_argument("--print", action="store_true", help="print samples as JSON lines instead of sending them")
+    agent.add_argument("--flush-timeout", type=float, default=10.0, help="seconds to wait for delivery at exit")
     agent.set_defaults(func=cmd_agent)
 
     run = subparsers.add_parser(
@@ -103,9 +97,7 @@ def register(subparsers: Any) -> None:
         "Exits with the command's exit code.",
         usage="jobpulse run [options] -- COMMAND [ARG ...]",
     )
-    run.add_argument(
-        "--job", help="job id (default: JOBPULSE_JOB, a torchrun or SLURM run id, else a new one)"
-    )
+    run.add_argument("--job", help="job id (default: JOBPULSE_JOB, a torchrun or SLURM run id, else a new one)")
     run.add_argument("--worker", help="worker name (default: JOBPULSE_WORKER, else worker-RANK)")
     run.add_argument("--name", help="display name of the job when it is created")
     _common(run, "10s")
@@ -126,9 +118,7 @@ def _outlet(args: argparse.Namespace, project: str, job: str, worker: str) -> An
 def _print_samples(ts_ms: int, samples: list[Sample]) -> None:
     out = sys.stdout.buffer
     for s in samples:
-        out.write(
-            orjson.dumps({"ts": ts_ms, "metric": s.metric, "device": s.device, "value": s.value}) + b"\n"
-        )
+        out.write(orjson.dumps({"ts": ts_ms, "metric": s.metric, "device": s.device, "value": s.value}) + b"\n")
     out.flush()
 
 

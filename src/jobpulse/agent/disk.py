@@ -162,9 +162,7 @@ def is_whole_disk(name: str, sys_root: Path) -> bool:
 
 
 class HostDisk:
-    def __init__(
-        self, proc_root: str | os.PathLike[str] = "/proc", sys_root: str | os.PathLike[str] = "/sys"
-    ):
+    def __init__(self, proc_root: str | os.PathLike[str] = "/proc", sys_root: str | os.PathLike[str] = "/sys"):
         self.path = Path(proc_root) / "diskstats"
         self.sys_root = Path(sys_root)
         self._read = CounterRates()

@@ -322,9 +322,7 @@ class NvidiaCollector:
         for t in self.targets:
             if t.gpu.index not in supported:
                 try:
-                    supported[t.gpu.index] = bool(
-                        nvml.nvmlGpmQueryDeviceSupport(t.gpu.handle).isSupportedDevice
-                    )
+                    supported[t.gpu.index] = bool(nvml.nvmlGpmQueryDeviceSupport(t.gpu.handle).isSupportedDevice)
                 except (nvml.NVMLError, AttributeError):
                     supported[t.gpu.index] = False
             if supported[t.gpu.index]:

@@ -29,8 +29,7 @@ from jobpulse.sdk.wire import LINE, REQUEST, Request
 def system_body(project: str, job: str, worker: str, ts_ms: int, samples: list[Sample]) -> dict[str, Any]:
     """The columnar ingest body for one tick of samples."""
     series = [
-        {"kind": "system", "metric": s.metric, "device": s.device, "ts": [ts_ms], "value": [s.value]}
-        for s in samples
+        {"kind": "system", "metric": s.metric, "device": s.device, "ts": [ts_ms], "value": [s.value]} for s in samples
     ]
     return {"project": project, "job": job, "worker": worker, "series": series}
 

@@ -49,9 +49,7 @@ def parse_stat(text: str) -> ProcStat | None:
 class ProcessTree:
     """The live members of the tree rooted at ``root_pid``, as ``{pid: ProcStat}``."""
 
-    def __init__(
-        self, root_pid: int, proc_root: str | os.PathLike[str] = "/proc", *, rescan_every: float = 10.0
-    ):
+    def __init__(self, root_pid: int, proc_root: str | os.PathLike[str] = "/proc", *, rescan_every: float = 10.0):
         self.root_pid = root_pid
         self.proc = Path(proc_root)
         self.rescan_every = rescan_every

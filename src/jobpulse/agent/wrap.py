@@ -72,9 +72,7 @@ def _write_all(fd: int, data: bytes) -> bool:
 class StreamPump(threading.Thread):
     """Copies one pipe of the command to ``echo_fd`` and cuts it into lines for ``on_line``."""
 
-    def __init__(
-        self, pipe: IO[bytes], echo_fd: int | None, on_line: Callable[[str], None], name: str
-    ) -> None:
+    def __init__(self, pipe: IO[bytes], echo_fd: int | None, on_line: Callable[[str], None], name: str) -> None:
         super().__init__(name=f"jobpulse-{name}", daemon=True)
         self.pipe = pipe
         self.echo_fd = echo_fd
@@ -203,9 +201,7 @@ def run_wrapped(
             if collectors_factory is not None:
                 collectors = collectors_factory(child.pid)
             else:
-                collectors = build_collectors(
-                    pid=child.pid, scope="process", paths=paths, gpus=gpus, env=child_env
-                )
+                collectors = build_collectors(pid=child.pid, scope="process", paths=paths, gpus=gpus, env=child_env)
             sampler = Sampler(collectors, outlet.system, interval)
             sampler.start()
         except Exception as exc:  # sampling is a bonus; the command runs regardless

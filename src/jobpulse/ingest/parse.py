@@ -113,8 +113,7 @@ def parse_body(
         parse_arrow(data, defaults, batch, max_events, now_ms)
     else:
         raise BadRequest(
-            f"Content-Type {content_type!r} is not supported; use application/x-ndjson, application/json "
-            f"or {ARROW}",
+            f"Content-Type {content_type!r} is not supported; use application/x-ndjson, application/json or {ARROW}",
             field="Content-Type",
         )
     return batch

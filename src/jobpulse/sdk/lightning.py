@@ -85,9 +85,7 @@ class JobpulseLogger(Logger):
         return self._run
 
     @rank_zero_only
-    def log_hyperparams(
-        self, params: Mapping[str, Any] | argparse.Namespace, *args: Any, **kwargs: Any
-    ) -> None:
+    def log_hyperparams(self, params: Mapping[str, Any] | argparse.Namespace, *args: Any, **kwargs: Any) -> None:
         if isinstance(params, argparse.Namespace):
             params = vars(params)
         self.experiment.set_config(flatten(params or {}))

@@ -58,9 +58,7 @@ def encode_image(image: object) -> tuple[bytes, str]:
         return buf.getvalue(), "png"
     if hasattr(image, "shape") and hasattr(image, "dtype"):
         return array_png(image), "png"
-    raise TypeError(
-        f"an image must be a path, encoded bytes, a PIL image or an array, not {type(image).__name__}"
-    )
+    raise TypeError(f"an image must be a path, encoded bytes, a PIL image or an array, not {type(image).__name__}")
 
 
 def _sniff(data: bytes) -> str:
@@ -97,12 +95,7 @@ def array_png(array: object) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
     header = struct.pack(">IIBBBBB", width, height, 8, color, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw, 6))
-        + chunk(b"IEND", b"")
-    )
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
 
 
 def file_name(metric: str, variant: str, it: int, key: str, ext: str) -> str:

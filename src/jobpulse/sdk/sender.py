@@ -431,8 +431,7 @@ class Sender:
             self.dropped_events += request.events
             self.problems(
                 f"rejected-{answer.status}",
-                f"the server rejected a {request.kind} request ({answer.detail}); "
-                f"{request.events} event(s) dropped",
+                f"the server rejected a {request.kind} request ({answer.detail}); {request.events} event(s) dropped",
             )
             return True
         self._failures += 1
@@ -442,8 +441,7 @@ class Sender:
         if answer.outcome == KEEP:
             self.problems(
                 "refused",
-                f"the server at {self.url} refused the data ({answer.detail}); "
-                f"keeping it in {self.spool.dir}",
+                f"the server at {self.url} refused the data ({answer.detail}); keeping it in {self.spool.dir}",
             )
         else:
             self.problems(
@@ -491,7 +489,5 @@ class Sender:
             self.dropped_events += rejected
             self.sent_events -= rejected
             for reason, count, detail in reasons:
-                self.problems(
-                    f"rejected-{reason}", f"the server rejected {count} event(s): {reason} {detail}".strip()
-                )
+                self.problems(f"rejected-{reason}", f"the server rejected {count} event(s): {reason} {detail}".strip())
         return True

@@ -78,9 +78,7 @@ class JobpulseCallback(TrainerCallback):
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
         if self.run is None or not state.is_world_process_zero or not logs:
             return
-        numbers = {
-            phase_key(k): v for k, v in logs.items() if isinstance(v, int | float) and not isinstance(v, bool)
-        }
+        numbers = {phase_key(k): v for k, v in logs.items() if isinstance(v, int | float) and not isinstance(v, bool)}
         if numbers:
             self.run.log(numbers, step=state.global_step)
 

@@ -154,8 +154,7 @@ class Batch:
         except (TypeError, ValueError, OverflowError):
             self.problem(
                 "not-a-number",
-                f"value of {metric}/{variant} is not a number ({type(value).__name__}); "
-                "such values are dropped",
+                f"value of {metric}/{variant} is not a number ({type(value).__name__}); such values are dropped",
             )
             return
         if self._blocks:
@@ -340,9 +339,7 @@ class Batch:
                 if top > frontier.get(key, _NONE):
                     frontier[key] = top
 
-    def _request(
-        self, body: bytes, ctype: str, count: int, compress: Callable[[bytes], bytes] | None
-    ) -> Request:
+    def _request(self, body: bytes, ctype: str, count: int, compress: Callable[[bytes], bytes] | None) -> Request:
         encoding = ""
         if compress is not None and len(body) > 256:
             body = compress(body)

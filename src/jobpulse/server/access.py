@@ -85,9 +85,7 @@ class Access:
 
     # -- may they ------------------------------------------------------------------------------------
 
-    def check(
-        self, key: ApiKey, role: str, *, project: str | None = None, job: str | None = None
-    ) -> Job | None:
+    def check(self, key: ApiKey, role: str, *, project: str | None = None, job: str | None = None) -> Job | None:
         """Raise unless ``key`` may act with ``role`` on ``project`` or ``job``; answers the job."""
         found = None
         if job is not None:

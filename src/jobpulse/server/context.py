@@ -52,9 +52,7 @@ class FileStore:
 
     def path(self, job: str, name: str) -> Path:
         if not _NAME.match(name) or ".." in name.split("/") or "//" in name:
-            raise BadRequest(
-                "a file name is 1-255 of letters, digits, '._- /' with no '..' parts", field="name"
-            )
+            raise BadRequest("a file name is 1-255 of letters, digits, '._- /' with no '..' parts", field="name")
         return self.root / job / name
 
     def write(self, job: str, name: str, data: bytes) -> int:
@@ -94,9 +92,7 @@ def parse_time(value: str | int | None, name: str) -> int | None:
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise BadRequest(
-            f"'{name}' must be epoch milliseconds or an ISO 8601 time, got {text!r}", field=name
-        ) from exc
+        raise BadRequest(f"'{name}' must be epoch milliseconds or an ISO 8601 time, got {text!r}", field=name) from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)

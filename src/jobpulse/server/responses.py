@@ -26,9 +26,7 @@ def arrow_stream(columns: dict[str, Any], types: dict[str, str], metadata: dict[
     ``int64``; an empty or all-null list has no type of its own), with ``metadata`` on its schema."""
     import pyarrow as pa  # server-only dependency, as the store is
 
-    table = pa.table(
-        {name: pa.array(values, type=pa.type_for_alias(types[name])) for name, values in columns.items()}
-    )
+    table = pa.table({name: pa.array(values, type=pa.type_for_alias(types[name])) for name, values in columns.items()})
     table = table.replace_schema_metadata(metadata)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:

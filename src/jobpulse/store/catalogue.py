@@ -104,9 +104,7 @@ class Catalogue:
         """The remembered series of each of ``jobs``, reading those not remembered (one query for all)."""
         with self._lock:
             kept = {job: self._jobs.get(job) for job in jobs}
-            stale = {
-                job for job, entry in kept.items() if entry is None or entry[0] != self._changes.deletions(job)
-            }
+            stale = {job for job, entry in kept.items() if entry is None or entry[0] != self._changes.deletions(job)}
             if not stale:
                 return {job: entry[1] for job, entry in kept.items()}
             # taken before the read: a deletion that ends while it runs makes this memory stale, not wrong

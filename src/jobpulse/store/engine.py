@@ -187,6 +187,4 @@ def _translate(exc: Exception) -> Exception:
     # Errors caused by the query's input (bad parameter values) are the caller's, not the store's.
     if "query parameter" in text:
         return BadRequest(f"invalid query parameter: {text.splitlines()[0][:300]}")
-    return StoreUnavailable(
-        f"storage engine error: {text.splitlines()[0][:500] if text else type(exc).__name__}"
-    )
+    return StoreUnavailable(f"storage engine error: {text.splitlines()[0][:500] if text else type(exc).__name__}")

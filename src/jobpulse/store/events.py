@@ -54,9 +54,7 @@ class Events:
             clauses.append("iter <= {imax:Int64}")
             params["imax"] = iter_max
         if after is not None:
-            clauses.append(
-                "(metric, variant, iter, key) > ({am:String}, {av:String}, {ai:Int64}, {ak:String})"
-            )
+            clauses.append("(metric, variant, iter, key) > ({am:String}, {av:String}, {ai:Int64}, {ak:String})")
             params.update(am=after[0], av=after[1], ai=after[2], ak=after[3])
         inner = f"SELECT * FROM {self._db}.events FINAL WHERE {' AND '.join(clauses)}"
         if last_iters is not None:
@@ -114,9 +112,7 @@ class Events:
         table = self._engine.query(f"SELECT count() AS n FROM ({' UNION ALL '.join(parts)})", params)
         return int(table.column("n")[0].as_py())
 
-    def _timeline_parts(
-        self, job: str, sources: tuple[str, ...], metric: str | None
-    ) -> tuple[list[str], dict]:
+    def _timeline_parts(self, job: str, sources: tuple[str, ...], metric: str | None) -> tuple[list[str], dict]:
         params: dict[str, Any] = {"job": job}
         by_metric = ""
         if metric is not None:

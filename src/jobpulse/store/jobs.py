@@ -24,16 +24,22 @@ PROJECT_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 WORKER_ID = re.compile(r"^[A-Za-z0-9._:@/-]{1,128}$")
 DATA_TABLES = (
-    "scalars", "scalars_latest", "scalars_rollup", "events", "logs", "log_sizes", "system", "system_1m", "system_1h",
+    "scalars",
+    "scalars_latest",
+    "scalars_rollup",
+    "events",
+    "logs",
+    "log_sizes",
+    "system",
+    "system_1m",
+    "system_1h",
     "workers",
 )
 
 
 def check_project(project: Any, field_name: str = "project") -> str:
     if not isinstance(project, str) or not PROJECT_ID.match(project):
-        raise BadRequest(
-            f"'{field_name}' must be 1-64 letters, digits or '-', got {project!r}", field=field_name
-        )
+        raise BadRequest(f"'{field_name}' must be 1-64 letters, digits or '-', got {project!r}", field=field_name)
     return project
 
 
@@ -364,9 +370,7 @@ class Jobs:
         job = self.require(job_id)
         try:
             for table in DATA_TABLES:
-                self._engine.command(
-                    f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id}
-                )
+                self._engine.command(f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id})
         finally:
             self._changes.note([job_id], deleted=True)
         state = {**job.to_dict(), "config": {}, "instance_type": {}, "locked": False, "deleted": 1}
@@ -478,8 +482,6 @@ class Jobs:
         try:
             for table in DATA_TABLES:
                 if table != "workers":
-                    self._engine.command(
-                        f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id}
-                    )
+                    self._engine.command(f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id})
         finally:
             self._changes.note([job_id], deleted=True)

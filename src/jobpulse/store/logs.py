@@ -154,10 +154,15 @@ class Logs:
         window = max(1, int((last - first + 1) * min(1.0, 1.5 * max_bytes / max(1, full))))
         for _ in range(12):  # aim at a window holding between max_bytes and a few times more
             lo = max(first, last - window + 1)
-            held = self._engine.query(
-                f"SELECT sum(length(msg) + 1) AS bytes {where} AND ts >= fromUnixTimestamp64Milli({{lo:Int64}})",
-                {**params, "lo": lo},
-            ).column("bytes")[0].as_py() or 0
+            held = (
+                self._engine.query(
+                    f"SELECT sum(length(msg) + 1) AS bytes {where} AND ts >= fromUnixTimestamp64Milli({{lo:Int64}})",
+                    {**params, "lo": lo},
+                )
+                .column("bytes")[0]
+                .as_py()
+                or 0
+            )
             if held <= max_bytes and lo > first:
                 window = int(window * max(2.0, 1.5 * max_bytes / max(1, held)))
             elif held > 4 * max_bytes and window > 1:

@@ -27,9 +27,7 @@ LATEST_SELECT = """SELECT job, metric, variant, max((iter, inserted, value)) AS 
 FROM {source} GROUP BY job, metric, variant"""
 
 
-def rollup_select(
-    source: str, *, last: str = "tuple", levels: dict[int, tuple[int, ...]] = ROLLUP_LEVELS
-) -> str:
+def rollup_select(source: str, *, last: str = "tuple", levels: dict[int, tuple[int, ...]] = ROLLUP_LEVELS) -> str:
     """Aggregate scalar rows of ``source`` into the blocks of every rollup level: the rollup in SQL, which
     upgrades rebuild from the stored points (the writer computes the same blocks with numpy, ``rollup.py``).
 

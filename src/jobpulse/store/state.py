@@ -37,8 +37,7 @@ class ServerState:
     def with_prefix(self, prefix: str) -> dict[str, str]:
         """Every value whose name starts with ``prefix``, by name."""
         rows = self._engine.query(
-            f"SELECT name, value FROM {self._db}.server_state FINAL "
-            "WHERE startsWith(name, {prefix:String})",
+            f"SELECT name, value FROM {self._db}.server_state FINAL WHERE startsWith(name, {{prefix:String}})",
             {"prefix": prefix},
         ).to_pylist()
         return {row["name"]: row["value"] for row in rows}

@@ -149,9 +149,7 @@ class System:
         kept = None if version is None else self._memory.get((job, tuple(metrics), window), version)
         return version, None if kept is None else [dict(one) for one in kept]
 
-    def _read_series(
-        self, where: str, params: dict[str, Any], rollup: tuple[str, str] | None
-    ) -> list[dict[str, Any]]:
+    def _read_series(self, where: str, params: dict[str, Any], rollup: tuple[str, str] | None) -> list[dict[str, Any]]:
         """The series selected by ``where`` and ``params``, read from ``rollup`` or from the raw samples."""
         if rollup is not None and params["step"] == _PERIOD_MS[rollup[1]]:
             # a bucket a period: the rollup's rows merged by FINAL, no grouping; reading in the key's order

@@ -149,10 +149,14 @@ class Writer:
         only = one_value(table.column("job"))
         jobs = [only] if only is not None else pc.unique(table.column("job")).to_pylist()
         for job in recent.unknown(jobs) if recent is not None else []:
-            stored = self._engine.query(
-                f"SELECT count() AS n FROM (SELECT 1 FROM {self._db}.{rollup} WHERE job = {{job:String}} LIMIT 1)",
-                {"job": job},
-            ).column("n")[0].as_py()
+            stored = (
+                self._engine.query(
+                    f"SELECT count() AS n FROM (SELECT 1 FROM {self._db}.{rollup} WHERE job = {{job:String}} LIMIT 1)",
+                    {"job": job},
+                )
+                .column("n")[0]
+                .as_py()
+            )
             if stored:
                 recent.refuse([job])
             else:

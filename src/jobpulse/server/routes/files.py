@@ -20,9 +20,7 @@ def file_url(job: str, name: str) -> str:
     return f"/jp/v1/jobs/{job}/files/{name}"
 
 
-@router.put(
-    "/jp/v1/jobs/{job}/files/{name:path}", summary="Upload a file of a job; answers the URL to put in events"
-)
+@router.put("/jp/v1/jobs/{job}/files/{name:path}", summary="Upload a file of a job; answers the URL to put in events")
 async def upload(request: Request, job: str, name: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     await run_in_threadpool(ctx.access.require, key, job, "write")

@@ -142,11 +142,7 @@ async def follow_logs(
                 page = _page(ctx, lines)
                 position = (lines[-1]["ts"], lines[-1]["worker"], lines[-1]["seq"])
                 yield (
-                    b"id: "
-                    + page["last_cursor"].encode()
-                    + b"\nevent: lines\ndata: "
-                    + orjson.dumps(page)
-                    + b"\n\n"
+                    b"id: " + page["last_cursor"].encode() + b"\nevent: lines\ndata: " + orjson.dumps(page) + b"\n\n"
                 )
                 idle = 0.0
                 continue
@@ -168,9 +164,7 @@ def _text_line(line: dict) -> bytes:
     return f"{when.replace('+00:00', 'Z')} {line['worker']} {line['level'].upper()} {line['msg']}\n".encode()
 
 
-@router.get(
-    "/jp/v1/jobs/{job}/logs/download", summary="The whole (filtered) log as text or JSON lines, streamed"
-)
+@router.get("/jp/v1/jobs/{job}/logs/download", summary="The whole (filtered) log as text or JSON lines, streamed")
 async def download_logs(
     request: Request,
     job: str,
