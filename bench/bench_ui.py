@@ -181,7 +181,7 @@ _MARKS_JS = """() => {
 }"""
 
 
-_INTERACTIVE = ("window.__jpChartInteractive !== undefined", "() => window.__jpChartInteractive")
+_INTERACTIVE = ("() => window.__jpChartInteractive !== undefined", "() => window.__jpChartInteractive")
 
 
 def wait_drawn(page: Any, url: str, ready_js: str) -> None:
@@ -212,9 +212,9 @@ def browse(server: ServerProcess, runs: int) -> dict[str, list[dict[str, float]]
     from playwright.sync_api import sync_playwright
 
     client = Client(Credentials(server.url, server.api_key))
-    first_chart = ("window.__jpFirstChart !== undefined", "() => window.__jpFirstChart", True)
-    heat = ("!!document.querySelector('.heatmap[data-rows]')", "() => performance.now()", False)
-    logs = ("document.querySelectorAll('.logrow').length > 10", "() => performance.now()", False)
+    first_chart = ("() => window.__jpFirstChart !== undefined", "() => window.__jpFirstChart", True)
+    heat = ("() => !!document.querySelector('.heatmap[data-rows]')", "() => performance.now()", False)
+    logs = ("() => document.querySelectorAll('.logrow').length > 10", "() => performance.now()", False)
     pages = {
         "job page, first chart": (f"{server.url}/jobs/{JOB}", *first_chart),
         "system tab, heat map": (f"{server.url}/jobs/{JOB}#system", *heat),

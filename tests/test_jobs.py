@@ -213,10 +213,10 @@ def test_storage_usage_counts_rows_per_kind(client):
 
 def test_files_round_trip_and_reject_unsafe_names(client):
     make_job(client, "j1")
-    up = client.put("/jp/v1/jobs/j1/files/img/step-1.png", content=b"\x89PNGdata")
+    up = client.put("/jp/v1/jobs/j1/files/img/step-1.png", content=b"\x89PNG\r\n\x1a\ndata")
     assert up.status_code == 201 and up.json()["url"] == "/jp/v1/jobs/j1/files/img/step-1.png"
     got = client.get(up.json()["url"])
-    assert got.content == b"\x89PNGdata" and got.headers["content-type"] == "image/png"
+    assert got.content == b"\x89PNG\r\n\x1a\ndata" and got.headers["content-type"] == "image/png"
     assert client.put("/jp/v1/jobs/j1/files/a/../../etc", content=b"x").status_code in (400, 404)
     assert client.get("/jp/v1/jobs/j1/files/missing.png").status_code == 404
 

@@ -30,7 +30,7 @@ def test_a_chart_draws_the_downsampled_series_with_its_band(page: Any, ui_server
     assert max(band["y"]) == pytest.approx(chart["series"][0]["max"][0])  # the spike survives downsampling
     assert max(train["y"]) < max(band["y"])
     assert {t["name"] for t in traces} >= {"train", "val"}
-    page.wait_for_function("document.querySelectorAll('.chart.js-plotly-plot').length >= 4")
+    page.wait_for_function("() => document.querySelectorAll('.chart.js-plotly-plot').length >= 4")
     screenshot(page, "job.png")
 
 
@@ -38,7 +38,7 @@ def test_each_first_chart_is_requested_once(page: Any) -> None:
     urls: list[str] = []
     page.on("request", lambda r: urls.append(r.url) if "/scalars/chart" in r.url else None)
     open_job(page)
-    page.wait_for_function("document.querySelectorAll('.chart.js-plotly-plot').length >= 4")
+    page.wait_for_function("() => document.querySelectorAll('.chart.js-plotly-plot').length >= 4")
     assert urls and len(urls) == len(set(urls)), urls
 
 
@@ -69,9 +69,9 @@ def test_the_time_axis_and_smoothing(page: Any) -> None:
     open_job(page)
     with page.expect_request(lambda r: "/scalars/chart" in r.url and "axis=time" in r.url):
         page.get_by_role("button", name="Time").click()
-    page.wait_for_function(f"document.querySelector('{LOSS}').layout.xaxis.type === 'date'")
+    page.wait_for_function(f"() => document.querySelector('{LOSS}').layout.xaxis.type === 'date'")
     page.get_by_label("Smoothing").fill("0.9")
-    page.wait_for_function(f"(document.querySelector('{LOSS}').data || []).some(t => t.name === 'train raw')")
+    page.wait_for_function(f"() => (document.querySelector('{LOSS}').data || []).some(t => t.name === 'train raw')")
     traces = plot_data(page, LOSS)
     raw = next(t for t in traces if t["name"] == "train raw")
     smooth = next(t for t in traces if t["name"] == "train")
@@ -113,7 +113,7 @@ def test_plots_and_images_with_step_navigation(page: Any) -> None:
     image = page.locator('.media-card[data-kind="image"] img')
     image.wait_for()
     assert image.get_attribute("src") == f"/jp/v1/jobs/{DEMO}/files/samples/batch-3000.png"
-    page.wait_for_function("document.querySelector('.media-card[data-kind=\"image\"] img').naturalWidth === 64")
+    page.wait_for_function("() => document.querySelector('.media-card[data-kind=\"image\"] img').naturalWidth === 64")
     assert page.locator('.media-card[data-kind="image"]').get_attribute("data-iter") == "3000"
     assert page.locator('.media-card[data-kind="image"]').get_by_label("Next step").is_disabled()
 

@@ -2,7 +2,8 @@
 
 The pages are plain HTML shells with JavaScript modules (``static/``) that read the native API
 with the browser's session cookie. Charts use Plotly.js from the installed ``plotly`` package,
-so a page needs nothing beyond this server.
+so a page needs nothing beyond this server. A page holds no inline script (its data travel in JSON
+blocks), so it runs under the strict policy of ``server/headers.py``.
 """
 
 from __future__ import annotations

@@ -14,12 +14,6 @@ _ICON = (
     "fill='none' stroke='white' stroke-width='2.6' stroke-linecap='round' stroke-linejoin='round'/%3E%3C/svg%3E"
 )
 
-# Read before the first paint, so a dark-theme user never sees a white flash.
-_THEME = (
-    "<script>try{var t=localStorage.getItem('jp-theme');if(t)document.documentElement.dataset.theme=t}"
-    "catch(e){}</script>"
-)
-
 _LOGO = (
     '<a class="brand" href="/"><svg viewBox="0 0 32 32" aria-hidden="true"><rect width="32" height="32" '
     'rx="7"/><path d="M5 17h6l3-8 4 14 3-6h6"/></svg><span>jobpulse</span></a>'
@@ -27,11 +21,12 @@ _LOGO = (
 
 
 def _head(title: str, static: str, extra: str = "") -> str:
+    """The head of every page; ``head.js`` (the theme, the first requests) runs last in it, before any paint."""
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<title>{escape(title)} · jobpulse</title><link rel="icon" href="{_ICON}">'
-        f'<link rel="stylesheet" href="{static}/style.css">{_THEME}{extra}</head>'
+        f'<link rel="stylesheet" href="{static}/style.css">{extra}<script src="{static}/head.js"></script></head>'
     )
 
 
@@ -56,34 +51,13 @@ def _topbar(active: str, signed_in: bool) -> str:
     )
 
 
-def _json_script(data: Any) -> str:
+def _json_script(element_id: str, data: Any) -> str:
+    """``data`` as a JSON data block (not run) that no value can close early: ``<``, ``>``, ``&`` escaped."""
     text = orjson.dumps(data).decode().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return f'<script id="boot" type="application/json">{text}</script>'
+    return f'<script id="{element_id}" type="application/json">{text}</script>'
 
 
 CHART_BUCKETS = 600  # buckets of a chart request; the pages read it from the boot data
-
-# Starts the page's first API requests while its modules load; ``api.js`` takes the responses over. On
-# the job page's default view it also asks for the first charts as soon as the metric list arrives, and
-# only then runs Plotly.js (already downloading): running it blocks the page for a while, and the
-# chart queries should be on their way by then.
-_PREFETCH = (
-    "<script>(()=>{{const started=window.__jpPrefetch={{}};"
-    "const get=p=>fetch(p,{{credentials:'same-origin',headers:{{Accept:'application/json'}}}});"
-    "for(const p of [...{paths},...({by_hash}[location.hash]||[])])started[p]=get(p);"
-    "const cat={catalog},lib={plotly};"
-    "const run=()=>{{if(!lib||document.getElementById('plotly-js'))return;const s=document.createElement('script');"
-    "s.src=lib;s.async=true;s.id='plotly-js';document.head.append(s)}};"
-    "if(!cat||location.search||(location.hash&&location.hash!=='#metrics')){{run();return}}"
-    "started.charts=started[cat].then(r=>r.ok?r.clone().json():null).then(c=>{{if(!c)return;"
-    "for(const m of c.metrics.slice(0,2)){{const p=cat+'/chart?'+new URLSearchParams("
-    "{{metric:m.metric,axis:'iter',buckets:'{buckets}'}});started[p]=get(p)}}}}).catch(()=>{{}}).finally(run)}})()"
-    "</script>"
-)
-
-
-def _json_text(value: Any) -> str:
-    return orjson.dumps(value).decode().replace("<", "\\u003c")
 
 
 def shell(
@@ -109,18 +83,13 @@ def shell(
     elif plotly:
         extra += f'<script src="{plotly}" async id="plotly-js"></script>'
     if prefetch:
-        extra += _PREFETCH.format(
-            paths=_json_text(list(prefetch)),
-            catalog=_json_text(charts_of),
-            plotly=_json_text(plotly if charts_of else None),
-            buckets=CHART_BUCKETS,
-            by_hash=_json_text(by_hash or {}),
-        )
+        plan = {"paths": list(prefetch), "byHash": by_hash or {}, "catalog": charts_of, "buckets": CHART_BUCKETS}
+        extra += _json_script("prefetch", {**plan, "plotly": plotly if charts_of else None})
     active = "compare" if page == "compare" else "jobs"
     boot = {**boot, "page": page, "plotly": plotly, "buckets": CHART_BUCKETS}
     return (
         f'{_head(title, static, extra)}<body data-page="{page}">{_topbar(active, True)}'
-        f'<main id="app" class="page page-{page}" aria-busy="true"></main>{_json_script(boot)}'
+        f'<main id="app" class="page page-{page}" aria-busy="true"></main>{_json_script("boot", boot)}'
         f'<script type="module" src="{static}/{page}.js"></script></body></html>'
     )
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import mimetypes
-
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse
 
 from ...store import ApiKey
 from ..context import caller, context
+from ..headers import user_file
 from ..responses import JSON
 from .ingest import read_body
 
@@ -29,10 +28,13 @@ async def upload(request: Request, job: str, name: str, key: ApiKey = Depends(ca
     return JSON({"url": file_url(job, name), "bytes": size}, status_code=201)
 
 
-@router.get("/jp/v1/jobs/{job}/files/{name:path}", summary="Download a file of a job")
+@router.get(
+    "/jp/v1/jobs/{job}/files/{name:path}",
+    summary="Download a file of a job",
+    description="A PNG, JPEG, GIF or WebP image (recognised by its bytes) is answered inline as that image; "
+    "any other file as a download (`Content-Disposition: attachment`). Every file is sandboxed.",
+)
 def download(request: Request, job: str, name: str, key: ApiKey = Depends(caller)) -> FileResponse:
     ctx = context(request)
     ctx.access.require(key, job)
-    path = ctx.files.read_path(job, name)
-    media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    return FileResponse(path, media_type=media, headers={"Cache-Control": "private, max-age=3600"})
+    return user_file(ctx.files.read_path(job, name), name, "private, max-age=3600")

@@ -22,7 +22,7 @@ export function query(params) {
   return text ? `?${text}` : "";
 }
 
-// A request the page's HTML already started (see html.shell), taken over once. The first charts are
+// A request the page's head already started (see head.js), taken over once. The first charts are
 // started when the metric list arrives: a chart asked for before then waits for that moment, so it is
 // not fetched twice.
 async function prefetched(url, method) {

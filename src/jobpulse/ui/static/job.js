@@ -54,7 +54,9 @@ function effective(job, workers) {
 function facts(job, workers, usage) {
   job = effective(job, workers);
   const it = job.instance_type || {};
-  const gpus = it.gpu_count ? `${it.gpu_count}× ${it.gpu_type || "GPU"}` : "–";
+  // the instance type the job was given, else the one its agent reported from the worker's hardware
+  const gpuMemory = it.gpu_memory_limit_mib ? ` · ${bytes(it.gpu_memory_limit_mib * 1048576)} each` : "";
+  const gpus = it.gpu_count ? `${it.gpu_count}× ${it.gpu_type || "GPU"}${gpuMemory}` : "–";
   const counts = {};
   for (const w of workers) counts[w.status] = (counts[w.status] || 0) + 1;
   const workerText = workers.length ? `${workers.length}` : "–";
@@ -66,7 +68,7 @@ function facts(job, workers, usage) {
     fact("Instance", it.name || it.id || "–", it.id || ""),
     fact("Accelerators per worker", gpus),
     fact("Workers", [workerText, workerSub ? h("small", {}, ` ${workerSub}`) : null]),
-    fact("CPU · memory", it.millicpu_limit ? `${num(it.millicpu_limit / 1000)} cores · ${bytes((it.memory_limit_mib || 0) * 1048576)}` : "–"),
+    fact("CPU · memory per worker", it.millicpu_limit ? `${num(it.millicpu_limit / 1000)} cores · ${bytes((it.memory_limit_mib || 0) * 1048576)}` : "–"),
     fact("Storage", usage ? [bytes(usage.bytes + (usage.files ? usage.files.bytes : 0)),
       h("small", {}, ` ${num(usage.rows)} rows`)] : "–"));
 }

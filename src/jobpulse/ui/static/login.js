@@ -17,8 +17,9 @@ form.addEventListener("submit", async (event) => {
     return;
   }
   if (response.type === "opaqueredirect" || response.ok) {
+    // the server's rule: a path on this server, never "//host", "/\host", a backslash or a control character
     const next = String(data.get("next") || "/");
-    location.assign(next.startsWith("/") && !next.startsWith("//") ? next : "/");
+    location.assign(/^\/(?![/\\])[^\\\u0000-\u001f\u007f]*$/.test(next) ? next : "/");
     return;
   }
   let message = "That API key was not accepted.";

@@ -46,6 +46,20 @@ export class MediaPanel {
   }
 }
 
+// An image's URL is what its sender reported: link to it only when it is a web address (http or https,
+// this server's paths included), never to another scheme.
+function imageLink(event) {
+  let url = null;
+  try {
+    url = new URL(event.url, location.href);
+  } catch { /* not a URL */ }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    return h("div", { class: "muted" }, "This image's address is not a web address.");
+  }
+  return h("a", { href: event.url, target: "_blank", rel: "noopener" },
+    h("img", { src: event.url, alt: `${event.metric} ${event.variant} step ${event.iter}`, loading: "lazy" }));
+}
+
 class MediaCard {
   constructor(job, kind, entry) {
     this.job = job;
@@ -113,9 +127,7 @@ class MediaCard {
     const event = this.events[0];
     if (this.kind === "image") {
       clear(this.body).append(h("div", { class: "images" }, this.events.map((e) =>
-        h("figure", { style: { margin: "0", textAlign: "center" } },
-          h("a", { href: e.url, target: "_blank", rel: "noopener" },
-            h("img", { src: e.url, alt: `${e.metric} ${e.variant} step ${e.iter}`, loading: "lazy" })),
+        h("figure", { style: { margin: "0", textAlign: "center" } }, imageLink(e),
           this.events.length > 1 ? h("figcaption", { class: "muted" }, e.key) : null))));
       return;
     }
