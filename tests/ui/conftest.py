@@ -29,7 +29,10 @@ def _demo_loaded(server: ServerProcess, job: str) -> bool:
     if status != 200 or not body["metrics"]:
         return False
     status, body = call(server, "GET", f"/jp/v1/jobs/{job}/scalars")
-    return status == 200 and any(m["metric"] == "loss" for m in body["metrics"])
+    if status != 200 or not any(m["metric"] == "loss" for m in body["metrics"]):
+        return False
+    status, body = call(server, "GET", f"/jp/v1/jobs/{job}")
+    return status == 200 and body["job"]["status"] == "failed"  # the demo's last call ends its failed worker
 
 
 @pytest.fixture(scope="session")

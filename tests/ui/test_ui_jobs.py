@@ -17,14 +17,14 @@ def test_the_jobs_list_shows_the_demo_job_with_its_latest_loss(page: Any, ui_ser
     row = page.locator(f'tr[data-job="{DEMO}"]')
     row.wait_for()
     assert "ResNet-50 on ImageNet (demo)" in row.inner_text()
-    assert row.locator(".badge").inner_text().lower() == "running"
+    assert row.locator(".badge").inner_text().lower() == "failed"  # one demo worker fails with a traceback
     status, body = call(ui_server, "POST", "/jp/v1/scalars/latest", {"jobs": [DEMO]})
     loss = next(r for r in body["jobs"][DEMO] if (r["metric"], r["variant"]) == ("loss", "train"))
     headers = page.locator("table.jobs-table thead th").all_inner_texts()
     assert "loss/train" in headers
     cells = row.locator("td").all_inner_texts()
     assert cells[headers.index("loss/train")] == f"{loss['value']:.4g}"
-    page.wait_for_function(f"document.querySelector('tr[data-job=\"{DEMO}\"] .workers-cell').textContent === '4'")
+    page.wait_for_function(f"() => document.querySelector('tr[data-job=\"{DEMO}\"] .workers-cell').textContent === '4'")
     screenshot(page, "jobs.png")
 
 
@@ -33,7 +33,7 @@ def test_searching_the_list_keeps_only_matching_jobs(page: Any) -> None:
     page.locator(f'tr[data-job="{DEMO}"]').wait_for()
     with page.expect_response(lambda r: "/jp/v1/jobs?" in r.url and "q=demo-2" in r.url):
         page.get_by_label("Search jobs").fill(SECOND)
-    page.wait_for_function("document.querySelectorAll('tr[data-job]').length === 1")
+    page.wait_for_function("() => document.querySelectorAll('tr[data-job]').length === 1")
     assert page.locator("tr[data-job]").get_attribute("data-job") == SECOND
     assert "q=demo-2" in page.url
 

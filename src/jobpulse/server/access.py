@@ -6,6 +6,10 @@ then calls ``Access.check``. The rules:
 - no credential, or an unknown or revoked one: 401 (``Unauthorized``);
 - a job that does not exist or lies outside the key's projects: 404 (``NotFound``);
 - a key that sees the project or job but lacks the role: 403 (``Forbidden``).
+
+A UI session lives in the store (``store/sessions.py``): the cookie names it, and signing out or revoking the
+key ends it for every replica. A request that changes something on the strength of the cookie must come from
+this server's own pages (``origin.py``); requests that carry an API key are not concerned.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import time
 
 from starlette.requests import Request
 
-from ..errors import Forbidden, NotFound, Unauthorized
+from ..errors import BadRequest, Forbidden, NotFound, Unauthorized
 from ..settings import Settings
 from ..store import ApiKey, Job, Store
+from .origin import SAFE_METHODS, cross_site_reason
 from .signing import Signer
 
 SESSION_COOKIE = "jobpulse_session"
@@ -30,9 +35,10 @@ class Access:
         self._store = store
         self._settings = settings
         self._signer = signer
-        # token -> (key, until when to trust it), and key id -> (key, until when) for UI sessions
+        # token -> (key, until when to trust it)
         self._cache: dict[str, tuple[ApiKey, float]] = {}
-        self._by_id: dict[str, tuple[ApiKey, float]] = {}
+        # UI session id -> (its key, until when to trust it, the store's count of ended sessions when looked up)
+        self._sessions: dict[str, tuple[ApiKey, float, int]] = {}
         # job -> (project, whether it has started, until when to trust that), filled by reads and by ingest
         self._jobs: dict[str, tuple[str, bool, float]] = {}
         # job -> worker -> until when to trust that it is stored, filled by ingest
@@ -68,18 +74,23 @@ class Access:
         return cached[0] if cached and cached[1] > time.monotonic() else None
 
     def forget(self, key_id: str) -> None:
-        """Drop a revoked key from this replica's cache at once."""
-        for token in [t for t, (k, _) in self._cache.items() if k.key_id == key_id]:
-            del self._cache[token]
-        self._by_id.pop(key_id, None)
+        """Drop a revoked key, and the sessions opened with it, from this replica's memory at once."""
+        # list() copies each memory at once: another thread may add to it meanwhile
+        for token in [t for t, (k, _) in list(self._cache.items()) if k.key_id == key_id]:
+            self._cache.pop(token, None)
+        for session_id in [s for s, (k, _, _) in list(self._sessions.items()) if k.key_id == key_id]:
+            self._sessions.pop(session_id, None)
 
     def native_key(self, request: Request) -> ApiKey:
-        """The caller of a native route: ``Authorization: Bearer``, ``X-API-Key``, or a UI session cookie."""
+        """The caller of a native route: ``Authorization: Bearer``, ``X-API-Key``, or a UI session cookie; a
+        request that changes something on the strength of the cookie must come from this server's pages."""
         token = _native_token(request)
         if token:
             return self.authenticate(token)
         cookie = request.cookies.get(SESSION_COOKIE)
         if cookie:
+            if request.method not in SAFE_METHODS:
+                self.require_same_origin(request)
             return self.session_key(cookie)
         raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
 
@@ -202,25 +213,65 @@ class Access:
         return self.session_for(body["k"])
 
     def session_for(self, key_id: str) -> str:
-        return self._signer.sign("session", {"k": key_id}, ttl_s=self._settings.session_hours * 3600)
+        """Open a session of ``key_id`` in the store; answers the cookie value that names it (signed, so a
+        forged one is refused without a lookup)."""
+        lifetime = self._settings.session_hours * 3600
+        session_id, _ = self._store.sessions.open(key_id, lifetime)
+        return self._signer.sign("session", {"s": session_id}, ttl_s=lifetime)
 
     def session_key(self, cookie: str) -> ApiKey:
+        """The key a session cookie acts as; Unauthorized once the session has ended, expired, or lost its key.
+        A session looked up is remembered as a key is (``_trusted_for``), and, where the store sees every write,
+        only until a session is ended through it."""
+        session_id = self._session_id(cookie)
+        now, endings = time.monotonic(), self._store.sessions.endings
+        cached = self._sessions.get(session_id)
+        if cached and cached[1] > now and (cached[2] == endings or not self._store.changes.sees_every_write):
+            return cached[0]
+        session = self._store.sessions.get(session_id)
+        if session is None:
+            self._sessions.pop(session_id, None)
+            raise Unauthorized("the session has ended (signed out, or its key was revoked) or expired; log in again")
+        key = self._store.keys.get(session.key_id)
+        if key is None:
+            self._sessions.pop(session_id, None)
+            raise Unauthorized("the key of this session has been revoked; log in again")
+        if len(self._sessions) > 10_000:
+            self._sessions.clear()
+        lasts = max(0.0, (session.expires - time.time() * 1000) / 1000)
+        self._sessions[session_id] = (key, now + min(self._trusted_for(), lasts), endings)
+        return key
+
+    def end_session(self, cookie: str) -> None:
+        """Log out: end the session ``cookie`` names, in the store (for every replica) and here at once."""
+        try:
+            session_id = self._session_id(cookie)
+        except Unauthorized:
+            return  # a forged or expired cookie names no session to end
+        self._sessions.pop(session_id, None)
+        self._store.sessions.end(session_id)
+
+    def _session_id(self, cookie: str) -> str:
         try:
             body = self._signer.verify("session", cookie, field="session")
-        except Exception as exc:
+        except BadRequest as exc:
             raise Unauthorized("the session has expired or is not valid; log in again") from exc
-        key_id, now = body["k"], time.monotonic()
-        cached = self._by_id.get(key_id)
-        if cached and cached[1] > now:
-            return cached[0]
-        key = self._store.keys.get(key_id)
-        if key is None:
-            self._by_id.pop(key_id, None)
-            raise Unauthorized("the key of this session has been revoked")
-        if len(self._by_id) > 10_000:
-            self._by_id.clear()
-        self._by_id[key_id] = (key, now + self._trusted_for())
-        return key
+        session_id = body.get("s")
+        if not isinstance(session_id, str) or not session_id:
+            raise Unauthorized("the session is not valid; log in again")
+        return session_id
+
+    # -- cross-site requests ---------------------------------------------------------------------------
+
+    def require_same_origin(self, request: Request, *, proof_required: bool = True) -> None:
+        """Refuse (403) a request a browser was made to send by another site (``origin.cross_site_reason``)."""
+        reason = cross_site_reason(request, self._settings.url, proof_required=proof_required)
+        if reason is not None:
+            raise Forbidden(
+                f"refused: {reason}; a browser may change something here only from this server's own pages "
+                "(scripts send an API key: 'Authorization: Bearer <key>')",
+                code="cross_site_request",
+            )
 
 
 def _native_token(request: Request) -> str | None:

@@ -1,8 +1,9 @@
-"""Health, server description, and the web UI's login (one-time link or API key) and logout."""
+"""Server description, and the web UI's login (one-time link or API key) and logout."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse
 
 from ...errors import BadRequest
@@ -10,16 +11,10 @@ from ...store import ApiKey
 from ...version import __version__
 from ..access import SESSION_COOKIE
 from ..context import caller, context
+from ..origin import local_target
 from ..responses import JSON
 
 router = APIRouter(tags=["server"])
-
-
-@router.get("/healthz", summary="Liveness and store reachability")
-def health(request: Request) -> JSON:
-    ctx = context(request)
-    ctx.store.engine.query("SELECT 1 AS ok")
-    return JSON({"status": "ok"})
 
 
 @router.get("/jp/v1/server", summary="Version, store transport and schema version")
@@ -35,41 +30,58 @@ def server_info(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     )
 
 
-def _session_response(request: Request, cookie: str, target: str) -> RedirectResponse:
+def _session_response(request: Request, cookie: str, target: object) -> RedirectResponse:
+    """Set the session cookie and go to ``target`` if it is a path on this server, else to ``/``."""
     ctx = context(request)
-    response = RedirectResponse(target, status_code=303)
+    response = RedirectResponse(local_target(target), status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
         cookie,
         max_age=ctx.settings.session_hours * 3600,
         httponly=True,
         samesite="lax",
-        secure=request.url.scheme == "https",
+        secure=_secure(request),
     )
     return response
 
 
-@router.get("/login", summary="Open a UI session with a one-time login link's token")
-def login_link(request: Request, token: str) -> RedirectResponse:
+def _secure(request: Request) -> bool:
+    """Whether the browser reaches this server over TLS (directly, or through a proxy at the public URL)."""
+    return request.url.scheme == "https" or context(request).settings.url.startswith("https://")
+
+
+@router.get("/login", summary="Open a UI session with a one-time login link's token, then show 'next' (a path)")
+def login_link(request: Request, token: str, next: str = "/") -> RedirectResponse:
     ctx = context(request)
-    return _session_response(request, ctx.access.redeem_login(token), "/")
+    return _session_response(request, ctx.access.redeem_login(token), next)
 
 
-@router.post("/jp/v1/session", summary="Open a UI session with an API key (form or JSON field 'api_key')")
+@router.post(
+    "/jp/v1/session",
+    summary="Open a UI session with an API key (form field 'api_key'), then show 'next' (a path on this server)",
+)
 async def login_key(request: Request) -> RedirectResponse:
     ctx = context(request)
-    form = await request.form()
+    # a sign-in posted by another site would sign the browser in as the sender's key (login CSRF)
+    ctx.access.require_same_origin(request, proof_required=False)
+    form = await request.form(max_files=0, max_fields=16, max_part_size=16 << 10)  # a key and a path, no more
     token = form.get("api_key")
-    if not isinstance(token, str) or not token:
+    if not isinstance(token, str) or not token.strip():
         raise BadRequest("'api_key' is required", field="api_key")
-    key = ctx.access.authenticate(token.strip())
-    return _session_response(request, ctx.access.session_for(key.key_id), str(form.get("next") or "/"))
+    key = await run_in_threadpool(ctx.access.authenticate, token.strip())
+    cookie = await run_in_threadpool(ctx.access.session_for, key.key_id)
+    return _session_response(request, cookie, form.get("next"))
 
 
-@router.post("/jp/v1/session/logout", summary="Close the UI session")
+@router.post("/jp/v1/session/logout", summary="Close the UI session: it ends in the store, for every replica")
 def logout(request: Request) -> RedirectResponse:
+    ctx = context(request)
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if cookie:
+        ctx.access.require_same_origin(request)
+        ctx.access.end_session(cookie)
     response = RedirectResponse("/", status_code=303)
-    response.delete_cookie(SESSION_COOKIE)
+    response.delete_cookie(SESSION_COOKIE, httponly=True, samesite="lax", secure=_secure(request))
     return response
 
 
