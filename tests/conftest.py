@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from helpers import fresh_database
 from jobpulse.server import create_app
 from jobpulse.settings import Settings
 from jobpulse.store import Store
@@ -18,7 +18,6 @@ from jobpulse.store.engine import EmbeddedEngine, Engine, HttpEngine
 from jobpulse.testing import ServerProcess, running_server
 
 CLICKHOUSE_URL = os.environ.get("JOBPULSE_TEST_CLICKHOUSE_URL", "")
-_counter = itertools.count()
 
 
 @pytest.fixture(scope="session")
@@ -45,10 +44,6 @@ def any_engine(request: pytest.FixtureRequest, embedded_engine: EmbeddedEngine) 
     engine = HttpEngine(CLICKHOUSE_URL)
     yield engine
     engine.close()
-
-
-def fresh_database() -> str:
-    return f"t{os.getpid()}_{next(_counter)}"
 
 
 @pytest.fixture

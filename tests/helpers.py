@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
 from typing import Any
 
@@ -154,3 +156,11 @@ def awkward_points(rng: np.random.Generator, job: str, start: int) -> pa.Table:
         parts.append(points_table(job, metric, iters, values, variant=variant, ts_ms=ts))
     table = pa.concat_tables(parts)
     return table.take(pa.array(rng.permutation(table.num_rows)))
+
+
+_databases = itertools.count()
+
+
+def fresh_database() -> str:
+    """A database name no other test of this process uses."""
+    return f"t{os.getpid()}_{next(_databases)}"

@@ -23,6 +23,8 @@ class Setting:
     default: Any
     help: str
     type: type = str
+    choices: tuple[str, ...] = ()  # the only values allowed, where the setting names one of a few
+    minimum: int | None = None  # the smallest value allowed, for a number
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -82,6 +84,28 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("session_hours", 24 * 7, "lifetime of a web UI session cookie, in hours", int),
     Setting("follow_poll_ms", 500, "how often a live log follow looks for new lines, in milliseconds", int),
     Setting("write_credentials", True, "on first start, write the admin key to the user's credentials file", bool),
+    Setting(
+        "metrics_access",
+        "key",
+        "who may read /metrics (Prometheus text): 'key' (any valid API key, e.g. a read key made for the scraper), "
+        "'open' (anyone who reaches the server: for a server on an internal address), 'off' (no /metrics and no "
+        "figures kept)",
+        choices=("key", "open", "off"),
+    ),
+    Setting(
+        "readiness_timeout_ms",
+        2000,
+        "how long /readyz waits for the store to answer a one-row query before it answers 503, in milliseconds",
+        int,
+        minimum=1,
+    ),
+    Setting(
+        "master_key_file",
+        None,
+        "file holding the master key that seals the secrets of access key pairs (default: <data_dir>/master.key, "
+        "created with mode 0600 on first start); every replica of a cluster must read the same key",
+        Path,
+    ),
 )
 
 
@@ -104,6 +128,9 @@ class Settings:
     session_hours: int = 24 * 7
     follow_poll_ms: int = 500
     write_credentials: bool = True
+    metrics_access: str = "key"
+    readiness_timeout_ms: int = 2000
+    master_key_file: Path | None = None
 
     @property
     def url(self) -> str:
@@ -112,6 +139,10 @@ class Settings:
     @property
     def files_dir(self) -> Path:
         return Path(self.data_dir) / "files"
+
+    @property
+    def master_key_path(self) -> Path:
+        return Path(self.master_key_file) if self.master_key_file else Path(self.data_dir) / "master.key"
 
 
 def _convert(setting: Setting, raw: str) -> Any:
@@ -124,6 +155,15 @@ def _convert(setting: Setting, raw: str) -> Any:
     return raw
 
 
+def _check(setting: Setting, value: Any) -> Any:
+    """``value`` if ``setting`` allows it; ValueError naming what it allows otherwise."""
+    if setting.choices and value not in setting.choices:
+        raise ValueError(f"must be one of {', '.join(setting.choices)}, got {value!r}")
+    if setting.minimum is not None and value < setting.minimum:
+        raise ValueError(f"must be at least {setting.minimum}, got {value!r}")
+    return value
+
+
 def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Settings:
     """Settings from ``overrides`` (command line), then ``JOBPULSE_*`` variables, then defaults."""
     environ = os.environ if environ is None else environ
@@ -131,10 +171,13 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
     for setting in SETTINGS:
         env = environ.get(f"JOBPULSE_{setting.name.upper()}")
         if overrides and overrides.get(setting.name) is not None:
-            values[setting.name] = overrides[setting.name]
+            try:
+                values[setting.name] = _check(setting, overrides[setting.name])
+            except ValueError as exc:
+                raise ValueError(f"--{setting.name.replace('_', '-')}: {exc}") from exc
         elif env not in (None, ""):
             try:
-                values[setting.name] = _convert(setting, env)
+                values[setting.name] = _check(setting, _convert(setting, env))
             except ValueError as exc:
                 raise ValueError(f"JOBPULSE_{setting.name.upper()}={env!r}: {exc}") from exc
         elif setting.default is not None:

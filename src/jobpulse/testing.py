@@ -61,6 +61,7 @@ class ServerProcess:
         return env
 
     def start(self, timeout: float = 60.0) -> None:
+        """Start the process; returns once it is ready (``/readyz``: its store answers)."""
         self.log_path = self.data_dir / "server.log"
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child process writes it until stopped
         self.process = subprocess.Popen(
@@ -86,7 +87,7 @@ class ServerProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"jobpulse server exited with {self.process.returncode}:\n{self.output()}")
             try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=2) as response:
+                with urllib.request.urlopen(self.url + "/readyz", timeout=2) as response:
                     if response.status == 200:
                         break
             except OSError:

@@ -18,8 +18,10 @@ from ..store import Store
 from ..version import __version__
 from .access import Access
 from .context import Context, FileStore
+from .headers import SecurityHeaders
+from .metrics import Readiness, RequestMetrics, server_metrics
 from .responses import error_response
-from .routes import files, ingest, jobs, keys, logs, scalars, session, system
+from .routes import files, health, ingest, jobs, keys, logs, scalars, session, system
 from .signing import Signer
 
 log = logging.getLogger("jobpulse.server")
@@ -42,18 +44,27 @@ def create_app(
         openapi_url="/openapi.json",
     )
     signer = Signer(store.state.secret())
+    metrics = server_metrics(store, settings)
+    committer = Committer(store.writer, observer=metrics)
+    if metrics is not None:
+        metrics.watch(committer)
     app.state.ctx = Context(
         store=store,
         settings=settings,
         signer=signer,
         access=Access(store, settings, signer),
-        committer=Committer(store.writer),
+        committer=committer,
         files=FileStore(settings.files_dir),
+        readiness=Readiness(store.engine, settings.readiness_timeout_ms / 1000),
+        metrics=metrics,
     )
     app.state.error_shapes = []
     # Chart and heat-map answers are large, repetitive JSON; event streams are left uncompressed.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=5)
-    for module in (ingest, jobs, scalars, logs, system, files, keys, session):
+    app.add_middleware(SecurityHeaders, docs_paths=(app.docs_url, app.redoc_url))
+    if metrics is not None:  # added after the layers above: it times and counts what they answer too
+        app.add_middleware(RequestMetrics, metrics=metrics)
+    for module in (ingest, jobs, scalars, logs, system, files, keys, session, health):
         app.include_router(module.router)
     for extend in _default_extensions() + list(extensions or []):
         extend(app)

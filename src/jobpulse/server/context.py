@@ -16,6 +16,7 @@ from ..ingest import Committer
 from ..settings import Settings
 from ..store import ApiKey, Store
 from .access import Access
+from .metrics import Metrics, Readiness
 from .signing import Signer
 
 
@@ -27,6 +28,8 @@ class Context:
     access: Access
     committer: Committer
     files: FileStore
+    readiness: Readiness
+    metrics: Metrics | None  # None where metrics_access is 'off'
 
 
 def context(request: Request) -> Context:

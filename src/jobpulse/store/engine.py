@@ -21,10 +21,34 @@ from ..errors import BadRequest, StoreUnavailable
 SESSION_SETTINGS = {"prefer_column_name_to_alias": 1, "parallel_view_processing": 1}
 
 
+class Failures:
+    """How many statements failed in the store, by statement (query, command, insert); read by the server's
+    metrics. A statement refused for its own parameter values (a caller's bad input) is not counted."""
+
+    STATEMENTS = ("query", "command", "insert")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(self.STATEMENTS, 0)
+
+    def failed(self, statement: str, exc: Exception) -> Exception:
+        """The error to raise for ``exc``, counted when it is the store's."""
+        error = _translate(exc)
+        if isinstance(error, StoreUnavailable):
+            with self._lock:
+                self._counts[statement] += 1
+        return error
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+
 class Engine(Protocol):
     """What the store needs from a transport."""
 
     name: str
+    failures: Failures
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table: ...
 
@@ -54,6 +78,7 @@ class EmbeddedEngine:
                 )
             EmbeddedEngine._open_paths.add(path)
         self.path = path
+        self.failures = Failures()
         # One connection runs one statement at a time (an open streaming insert refuses any other), chdb
         # waits for its own connection lock holding the GIL, and an insert through Python() needs the GIL
         # in the engine's threads: two callers at once could deadlock. Waiting on this lock releases the
@@ -68,14 +93,14 @@ class EmbeddedEngine:
             with self._calls:
                 return self._session.query(sql, "ArrowTable", params=_text_params(params))
         except Exception as exc:  # chdb raises plain RuntimeError for every SQL failure
-            raise _translate(exc) from exc
+            raise self.failures.failed("query", exc) from exc
 
     def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
         try:
             with self._calls:
                 self._session.query(sql, "Null", params=_text_params(params))
         except Exception as exc:
-            raise _translate(exc) from exc
+            raise self.failures.failed("command", exc) from exc
 
     def insert(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> None:
         """Up to ``stream_rows`` rows go to the engine as an Arrow IPC stream, which costs ~1.5 ms less
@@ -96,7 +121,7 @@ class EmbeddedEngine:
                 pending.append(stream)  # on an error the insert is cancelled unfinished: nothing is stored
                 pending.finish()
         except Exception as exc:
-            raise _translate(exc) from exc
+            raise self.failures.failed("insert", exc) from exc
 
     def close(self) -> None:
         with self._calls:
@@ -127,24 +152,25 @@ class HttpEngine:
             autogenerate_session_id=False,
             settings=SESSION_SETTINGS,
         )
+        self.failures = Failures()
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
         try:
             return self._client.query_arrow(sql, parameters=params or None, use_strings=True)
         except Exception as exc:
-            raise _translate(exc) from exc
+            raise self.failures.failed("query", exc) from exc
 
     def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
         try:
             self._client.command(sql, parameters=params or None)
         except Exception as exc:
-            raise _translate(exc) from exc
+            raise self.failures.failed("command", exc) from exc
 
     def insert(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> None:
         try:
             self._client.insert_arrow(table, data, settings=settings)
         except Exception as exc:
-            raise _translate(exc) from exc
+            raise self.failures.failed("insert", exc) from exc
 
     def close(self) -> None:
         self._client.close()
@@ -188,3 +214,8 @@ def _translate(exc: Exception) -> Exception:
     if "query parameter" in text:
         return BadRequest(f"invalid query parameter: {text.splitlines()[0][:300]}")
     return StoreUnavailable(f"storage engine error: {text.splitlines()[0][:500] if text else type(exc).__name__}")
+
+
+def ping(engine: Engine) -> None:
+    """Raise unless the store answers a one-row query: whether it is reachable and accepts this server."""
+    engine.query("SELECT 1 AS ok")
