@@ -188,6 +188,10 @@ class FakeNvml:
             return self.mig_uuids[h.gpu][h.mig]
         return self._gpu(h)["GPU UUID"]
 
+    def nvmlDeviceGetName(self, h: Handle) -> str:
+        self._enter("nvmlDeviceGetName")
+        return self._gpu(h)["Product Name"]  # a MIG instance: its GPU's product (NVML adds the MIG profile)
+
     def nvmlDeviceGetMigMode(self, h: Handle) -> list[int]:
         self._enter("nvmlDeviceGetMigMode")
         mode = self._gpu(h).get("MIG Mode", {})

@@ -14,6 +14,7 @@ class RecordingOutlet:
         self.samples = []
         self.statuses = []
         self.jobs = []
+        self.instance_types = []
         self.closed = False
 
     def line(self, ts_ms, seq, level, msg):
@@ -22,8 +23,10 @@ class RecordingOutlet:
     def system(self, ts_ms, samples):
         self.samples.append((ts_ms, samples))
 
-    def register_job(self, name=None, tags=None):
+    def register_job(self, name=None, tags=None, instance_type=None):
         self.jobs.append(name)
+        if instance_type is not None:
+            self.instance_types.append(instance_type)
 
     def worker_status(self, status, exit_code=None, host=None):
         self.statuses.append((status, exit_code))
@@ -63,7 +66,8 @@ def test_lines_keep_their_order_with_increasing_seq():
     assert "oops" in [m for _, _, _, m in outlet.lines]
     seqs = [s for _, s, _, _ in outlet.lines]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    assert {level for _, _, level, _ in outlet.lines} == {"info"}
+    assert {level for _, _, level, m in outlet.lines if m != "oops"} == {"info"}
+    assert [level for _, _, level, m in outlet.lines if m == "oops"] == ["warning"]  # stderr stating no level
 
 
 def test_progress_bar_rewrites_become_one_line():

@@ -152,6 +152,7 @@ def test_training_job_describes_the_job_its_instance_type_and_project(dataset):
         "current_status": "TRAINING_JOB_RUNNING",
         "error_message": None,
         "instance_type": INSTANCE,
+        "node_count": 3,
         "updated_at": job["updated_at"],
         "training_project_id": PROJECT,
         "training_project": {"id": PROJECT, "name": PROJECT},

@@ -114,7 +114,7 @@ BT = "/v1/training_projects/proj-a/jobs/job-a/metrics"
 NULLS = orjson.dumps({"start_epoch_millis": None, "end_epoch_millis": None})
 BASETEN = [
     ("no-key", "POST", BT, None, {"content": NULLS}, 401, None, "Api-Key"),
-    ("bearer-scheme", "POST", BT, "admin-bearer", {"content": NULLS}, 401, None, "Api-Key scheme"),
+    ("basic-scheme", "POST", BT, "admin-basic", {"content": NULLS}, 401, None, "'Bearer <key>' or 'Api-Key <key>'"),
     ("wrong-key", "POST", BT, "wrong", {"content": NULLS}, 401, None, "not valid"),
     ("other-project-key", "POST", BT, "other", {"content": NULLS}, 403, None, "proj-a"),
     ("missing-job", "POST", "/v1/training_projects/proj-a/jobs/nope/metrics", "admin", {"content": NULLS}, 404,
@@ -134,7 +134,7 @@ BASETEN = [
      "start_epoch_millis must not be after end_epoch_millis"),
     ("no-such-endpoint", "POST", "/v1/training_projects/proj-a/jobs/job-a/nothing", "admin", {}, 404, None,
      "endpoint"),
-    ("wrong-method", "GET", BT, "admin", {}, 405, None, ""),
+    ("wrong-method", "PUT", BT, "admin", {}, 405, None, ""),
 ]
 # fmt: on
 

@@ -246,8 +246,9 @@ class AscendCollector:
         self.runner = runner
         self.env = os.environ if env is None else env
         self._warned = False
+        self._last: list[tuple[str, NpuChip]] | None = None  # the chips of the latest sample
 
-    def collect(self, now: float) -> list[Sample]:
+    def _chips(self) -> list[tuple[str, NpuChip]]:
         try:
             text = self.runner(["npu-smi", "info"])
         except (OSError, subprocess.SubprocessError) as exc:
@@ -255,7 +256,17 @@ class AscendCollector:
                 log.warning("npu-smi info failed: %s", exc)
                 self._warned = True
             return []
+        return select_chips(parse_npu_info(text), self.env)
+
+    def collect(self, now: float) -> list[Sample]:
         out: list[Sample] = []
-        for device, chip in select_chips(parse_npu_info(text), self.env):
+        self._last = self._chips()
+        for device, chip in self._last:
             out.extend(chip_samples(device, chip))
         return out
+
+    def device_names(self) -> list[str]:
+        """The model of each of the job's chips, as ``Ascend <name>`` (``npu-smi`` names it ``910B3``, ...), from
+        the latest sample's table (no command of its own once the collector has sampled)."""
+        chips = self._last if self._last is not None else self._chips()
+        return [f"Ascend {chip.name}" if chip.name else "Ascend NPU" for _, chip in chips]

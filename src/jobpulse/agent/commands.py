@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from jobpulse.agent.base import Sample
+from jobpulse.agent.hardware import reporting_hardware
 from jobpulse.agent.sampler import Sampler, build_collectors
 from jobpulse.agent.storage import PathSpec, parse_paths
 
@@ -137,7 +138,10 @@ def cmd_agent(args: argparse.Namespace) -> int:
         use_npu=False if args.no_npu else None,
     )
     outlet = None if args.print else _outlet(args, project, args.job, args.worker)
-    emit = _print_samples if outlet is None else outlet.system
+    if outlet is None:
+        emit = _print_samples
+    else:  # the job is registered with the worker's hardware once its first samples show it
+        emit = reporting_hardware(outlet.system, lambda found: outlet.register_job(instance_type=found), collectors)
     sampler = Sampler(collectors, emit, args.interval)
     stop = threading.Event()
 

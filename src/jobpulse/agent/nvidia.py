@@ -372,6 +372,17 @@ class NvidiaCollector:
                 self._unsupported.add(key)
         return None
 
+    def device_names(self) -> list[str]:
+        """The model of each of the job's devices as NVML names it (a MIG instance: its own name, else its GPU's)."""
+        names = []
+        for t in self.targets:
+            name = self._call(t.label, "nvmlDeviceGetName", t.handle)
+            if name is None and t.mig is not None:
+                name = self._call(t.label + "/gpu", "nvmlDeviceGetName", t.gpu.handle)
+            text = name.decode(errors="replace") if isinstance(name, bytes) else name
+            names.append(str(text).strip() if text else "NVIDIA GPU")
+        return names
+
     def _temperature(self, t: Target) -> Any:
         sensor = getattr(self.nvml, "NVML_TEMPERATURE_GPU", 0)
         name = "nvmlDeviceGetTemperature"

@@ -87,12 +87,18 @@ class Outlet:
         """Queue one log line of this worker."""
         self.queue.append((LINE, ts_ms, seq, level, msg))
 
-    def register_job(self, name: str | None = None, tags: list[str] | None = None) -> None:
+    def register_job(
+        self, name: str | None = None, tags: list[str] | None = None, instance_type: dict[str, Any] | None = None
+    ) -> None:
+        """Queue the job's registration; ``instance_type`` (the worker's hardware, ``hardware.py``) is kept by the
+        server where the job has none yet."""
         body: dict[str, Any] = {"project": self.project, "job": self.job, "at": time.time_ns() // 1_000_000}
         if name:
             body["name"] = name
         if tags:
             body["tags"] = tags
+        if instance_type:
+            body["instance_type"] = instance_type
         with self._lock:
             self.queue.append((REQUEST, self._request("POST", "/jp/v1/jobs", body, "job")))
 

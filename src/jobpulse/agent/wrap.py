@@ -4,9 +4,11 @@ The wrapper registers the job and the worker (status ``running``), starts the co
 standard output and error on pipes, and copies both to its own as they come (byte for byte, so
 progress bars still draw) while cutting them into log lines of the worker: each line gets a
 ``seq`` when it is read, so the log keeps the order in which the lines arrived; a line redrawn
-with carriage returns is kept in its final state. Both streams are logged at level ``info``, as
-the SDK's console capture does. Meanwhile the command's process tree is sampled (CPU, memory,
-disk I/O) together with the network, the job's GPUs/NPUs and the agent itself.
+with carriage returns is kept in its final state. Each line gets the level its text states, else its
+stream's (``info`` on stdout, ``warning`` on stderr but for progress bars), by the same rule as the
+SDK's console capture (``jobpulse.sdk.levels``). Meanwhile the command's process tree is sampled (CPU, memory,
+disk I/O) together with the network, the job's GPUs/NPUs and the agent itself; the first samples also tell the
+worker's hardware, sent as the job's instance type (``hardware.py``).
 
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to the wrapper are passed on to the
 command. A Ctrl-C typed at a terminal already reaches the command (it shares the terminal's
@@ -32,9 +34,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
+from jobpulse.agent.hardware import reporting_hardware
 from jobpulse.agent.sampler import Sampler, build_collectors
 from jobpulse.agent.storage import PathSpec
 from jobpulse.sdk.console import LineSplitter
+from jobpulse.sdk.levels import STDERR, STDOUT, LineLevels
 from jobpulse.sdk.seq import SeqClock
 
 FORWARDED = tuple(
@@ -51,7 +55,9 @@ class LineOutlet(Protocol):
 
     def line(self, ts_ms: int, seq: int, level: str, msg: str) -> None: ...
     def system(self, ts_ms: int, samples: list) -> None: ...
-    def register_job(self, name: str | None = None, tags: list[str] | None = None) -> None: ...
+    def register_job(
+        self, name: str | None = None, tags: list[str] | None = None, instance_type: dict | None = None
+    ) -> None: ...
     def worker_status(self, status: str, exit_code: int | None = None, host: str | None = None) -> None: ...
     def close(self, timeout: float = 10.0) -> Any: ...
 
@@ -151,11 +157,15 @@ def run_wrapped(
     counter = [0]
     lock = threading.Lock()
 
-    def on_line(msg: str) -> None:
+    def on_line(msg: str, level: str = "info") -> None:
         with lock:
             ts_ms, seq = clock.next()
             counter[0] += 1
-            outlet.line(ts_ms, seq, "info", msg)
+            outlet.line(ts_ms, seq, level, msg)
+
+    def stream_lines(stream: str) -> Callable[[str], None]:
+        levels = LineLevels(stream)
+        return lambda msg: on_line(msg, levels(msg))
 
     outlet.register_job(job_name)
     outlet.worker_status("running")
@@ -167,7 +177,7 @@ def run_wrapped(
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         msg = f"jobpulse run: cannot start {argv[0]!r}: {exc.strerror or exc}"
         print(msg, file=sys.stderr, flush=True)
-        on_line(msg)
+        on_line(msg, "error")
         outlet.worker_status("failed", code)
         delivery = outlet.close(flush_timeout)
         return RunResult(code, "failed", counter[0], delivery=delivery)
@@ -190,8 +200,8 @@ def run_wrapped(
 
     assert child.stdout is not None and child.stderr is not None
     pumps = [
-        StreamPump(child.stdout, 1 if echo else None, on_line, "stdout"),
-        StreamPump(child.stderr, 2 if echo else None, on_line, "stderr"),
+        StreamPump(child.stdout, 1 if echo else None, stream_lines(STDOUT), "stdout"),
+        StreamPump(child.stderr, 2 if echo else None, stream_lines(STDERR), "stderr"),
     ]
     for pump in pumps:
         pump.start()
@@ -202,7 +212,8 @@ def run_wrapped(
                 collectors = collectors_factory(child.pid)
             else:
                 collectors = build_collectors(pid=child.pid, scope="process", paths=paths, gpus=gpus, env=child_env)
-            sampler = Sampler(collectors, outlet.system, interval)
+            emit = reporting_hardware(outlet.system, lambda found: outlet.register_job(instance_type=found), collectors)
+            sampler = Sampler(collectors, emit, interval)
             sampler.start()
         except Exception as exc:  # sampling is a bonus; the command runs regardless
             print(f"jobpulse run: not sampling resources: {exc}", file=sys.stderr, flush=True)

@@ -6,6 +6,8 @@ changing only the endpoint and the credential.
 - ``baseten``: Baseten's training-job metrics.
 
 Each module is a thin translation over the store's query layer: it finds the jobpulse API key where the
-vendor's clients put their credential, hands it to the server's single access check, converts units, shapes
-the answer as the vendor documents it, and answers every error on its routes in the vendor's error shape.
+vendor's clients put their credential, or checks the request's signature with a jobpulse access key pair as
+the vendor's SDK makes it (``server/signatures``), hands the key to the server's single access check,
+converts units, shapes the answer as the vendor documents it, and answers every error on its routes in the
+vendor's error shape.
 """

@@ -4,8 +4,14 @@
     GET /v2/{project_id}/training-jobs/{training_job_id}/tasks/{task_id}/logs/preview
 
 Identity: ``project_id`` is the jobpulse project, ``training_job_id`` the job and ``task_id`` the worker
-(``worker-0``, ``worker-1``, ...). The project must own the job. The jobpulse API key goes where ModelArts
-clients put their IAM token, the ``X-Auth-Token`` header.
+(``worker-0``, ``worker-1``, ...). The project must own the job.
+
+Credentials, as the official SDK (``huaweicloudsdkmodelarts`` over ``huaweicloudsdkcore``) sends them: a
+jobpulse access key pair as the ``BasicCredentials`` AK/SK, the request signed with ``SDK-HMAC-SHA256`` and
+checked as ``server/signatures/sdk_hmac.py`` describes (``X-Sdk-Date`` within 15 minutes of the server's clock);
+``X-Project-Id``, which the SDK sends from the credentials' project, must name the path's project. Or a
+jobpulse API key where ModelArts clients put an IAM token, the ``X-Auth-Token`` header. Every answer of these
+routes, errors too, carries an ``X-Request-Id`` header (32 hex digits), which the SDK's exceptions report.
 
 Running metrics: ``metrics`` lists, in this order, cpuUsage, memUsage, gpuUtil, gpuMemUsage, npuUtil and
 npuMemUsage, read from the stored ``cpu_util`` (% of the worker's CPU limit), ``mem_util`` (% of its memory
@@ -25,24 +31,30 @@ of the log, so its cost does not grow with the size of the log.
 
 Errors: ``{"error_code": "ModelArts.XXXX", "error_msg": "..."}`` with the HTTP status. Codes follow Huawei's
 published list where it has one (ModelArts.0104 parameter error, ModelArts.0201 no token, ModelArts.0204 token
-not valid, ModelArts.0203 token without rights to the resource); for what the list has no general code for,
-jobpulse uses ModelArts.0404 (no such training job, task or endpoint), ModelArts.0405 (method not allowed),
-ModelArts.0500 (internal error) and ModelArts.0503 (store unavailable).
+not valid, ModelArts.0203 token without rights to the resource), and as Huawei Cloud's API gateway answers a
+refused AK/SK signature, 401 APIGW.0301 "Incorrect IAM authentication information: ..."; for what the list has
+no general code for, jobpulse uses ModelArts.0404 (no such training job, task or endpoint), ModelArts.0405
+(method not allowed), ModelArts.0500 (internal error) and ModelArts.0503 (store unavailable).
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 
 import numpy as np
 from fastapi import APIRouter, FastAPI, Request
+from starlette.datastructures import MutableHeaders
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import NotFound, Unauthorized
+from ..errors import BadRequest, NotFound, Unauthorized
 from ..server.app import add_error_shape
 from ..server.context import Context, context
+from ..server.key_pairs import SignatureRefused, key_pairs
 from ..server.responses import JSON
-from ..store import Job, Worker
+from ..server.signatures import SignedRequest, sdk_hmac
+from ..store import ApiKey, Job, Worker
 from ..store.jobs import check_job, check_project, check_worker, now_ms
 from ..store.system import MAX_POINTS, MINUTE_MS
 
@@ -60,6 +72,8 @@ METRICS = {
 PREVIEW_LIMIT = 5 * 1024 * 1024
 NO_SAMPLE = -1
 PREFIX = "ModelArts."
+GATEWAY_PREFIX = "APIGW."
+SIGNATURE_REFUSED = "APIGW.0301"
 _CODES = {
     400: "ModelArts.0104",
     401: "ModelArts.0204",
@@ -74,22 +88,70 @@ _PATHS = re.compile(r"^/v2/[^/]+/training-jobs(/|$)")
 
 def install(app: FastAPI) -> None:
     app.include_router(router)
+    app.add_middleware(RequestId)
     add_error_shape(app, lambda request: bool(_PATHS.match(request.url.path)), render_error)
 
 
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+class RequestId:
+    """ASGI middleware: every answer of these routes carries ``X-Request-Id``, as Huawei Cloud's do."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _PATHS.match(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        request_id = new_request_id()
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)["X-Request-Id"] = request_id
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
 def render_error(status: int, code: str, message: str, field: str | None) -> Response:
-    """Every error of these routes: Huawei Cloud's ``{"error_code", "error_msg"}``."""
-    vendor = code if code.startswith(PREFIX) else _CODES.get(status, "ModelArts.0500")
-    return JSON({"error_code": vendor, "error_msg": message}, status_code=status)
+    """Every error of these routes: Huawei Cloud's ``{"error_code", "error_msg"}`` (with an ``X-Request-Id`` of
+    its own, for an answer made outside ``RequestId``: a failure of the server itself)."""
+    own = code.startswith(PREFIX) or code.startswith(GATEWAY_PREFIX)
+    vendor = code if own else _CODES.get(status, "ModelArts.0500")
+    headers = {"X-Request-Id": new_request_id()}
+    return JSON({"error_code": vendor, "error_msg": message}, status_code=status, headers=headers)
+
+
+def _caller(request: Request, ctx: Context, project_id: str) -> ApiKey:
+    """The caller's key: an IAM-style token in ``X-Auth-Token``, or a request signed with an access key pair."""
+    token = request.headers.get("x-auth-token", "").strip()
+    if token:
+        return ctx.access.authenticate(token)
+    authorization = request.headers.get("authorization", "").strip()
+    if not sdk_hmac.is_signature(authorization):
+        raise Unauthorized(
+            "no credential: sign the request with a jobpulse access key pair (the SDK's BasicCredentials AK/SK) "
+            "or send a jobpulse API key in the X-Auth-Token header",
+            code="ModelArts.0201",
+        )
+    header_project = request.headers.get("x-project-id", "").strip()
+    if header_project and header_project != project_id:
+        raise BadRequest(
+            f"X-Project-Id {header_project!r} is not the project of the path, {project_id!r}", code="ModelArts.0104"
+        )
+    try:
+        return sdk_hmac.verify(SignedRequest.of(request), authorization, key_pairs(request), now_ms())
+    except SignatureRefused as exc:
+        raise Unauthorized(f"Incorrect IAM authentication information: {exc.message}", code=SIGNATURE_REFUSED) from exc
 
 
 def _task(request: Request, project_id: str, training_job_id: str, task_id: str) -> tuple[Context, Job, list[Worker]]:
     """The caller's job and its workers, after the access check; raises for every identity problem."""
     ctx = context(request)
-    token = request.headers.get("x-auth-token", "").strip()
-    if not token:
-        raise Unauthorized("the X-Auth-Token header is missing: send the jobpulse API key in it", code="ModelArts.0201")
-    key = ctx.access.authenticate(token)
+    key = _caller(request, ctx, project_id)
     check_project(project_id, "project_id")
     check_job(training_job_id, "training_job_id")
     check_worker(task_id, "task_id")

@@ -3,8 +3,14 @@
     GET /api/v1/jobs/{JobId}/metrics?MetricType=...&StartTime=...&EndTime=...&TimeStep=...&Token=...
 
 Identity: ``JobId`` is the jobpulse job and each pod is one of its workers, named ``{JobId}-{worker}`` (as
-``dlc-...-worker-0`` in the document's example). The jobpulse API key goes in the ``Token`` query parameter or
-in an ``Authorization: Bearer <key>`` header (a bare ``Authorization: <key>`` works too).
+``dlc-...-worker-0`` in the document's example).
+
+Credentials, as the official SDK (``alibabacloud-pai-dlc20201203``) sends them: a jobpulse access key pair as
+``access_key_id``/``access_key_secret``, the request signed with ``ACS3-HMAC-SHA256`` (the SDK's default) or
+the ROA signature (``signature_algorithm='v2'``), checked as ``server/signatures/acs.py`` describes (a date
+within 15 minutes of the server's clock, a nonce used once); or a jobpulse API key as the SDK's
+``bearer_token`` (``x-acs-bearer-token``), in the ``Token`` query parameter, or in an ``Authorization: Bearer
+<key>`` header (a bare ``Authorization: <key>`` works too).
 
 Parameters: ``MetricType`` is required, one of the eight documented values. ``StartTime`` and ``EndTime`` are
 ISO 8601 times, UTC unless they carry an offset (epoch milliseconds are accepted too); by default the hour
@@ -26,7 +32,10 @@ the steps are read from the hourly or the per-minute rollup. At most 100,000 ste
 
 Errors: Alibaba Cloud's ``{"RequestId", "HostId", "Code", "Message"}`` with the HTTP status: 400
 ``MissingParameter`` or ``InvalidParameter`` (the message names the parameter), 401 ``MissingToken`` or
-``InvalidToken``, 403 ``Forbidden``, 404 ``JobNotFound`` (also for a job outside the key's projects) or
+``InvalidToken``; for a signed request 401 ``IncompleteSignature`` (a malformed signature or a header it
+needs missing), ``InvalidAccessKeyId.NotFound``, ``InvalidAccessKeyId.Inactive`` (revoked),
+``InvalidTimeStamp.Expired``, ``SignatureDoesNotMatch`` or ``SignatureNonceUsed``; 403 ``Forbidden``, 404
+``JobNotFound`` (also for a job outside the key's projects) or
 ``InvalidAction.NotFound`` (no such endpoint), 405 ``UnsupportedHTTPMethod``, 500 ``InternalError``, 503
 ``ServiceUnavailable``.
 """
@@ -43,8 +52,11 @@ from starlette.responses import Response
 
 from ..errors import BadRequest, NotFound, Unauthorized
 from ..server.app import add_error_shape
-from ..server.context import context, parse_time
+from ..server.context import Context, context, parse_time
+from ..server.key_pairs import Reason, SignatureRefused, key_pairs
 from ..server.responses import JSON
+from ..server.signatures import SignedRequest, acs
+from ..store import ApiKey
 from ..store.jobs import check_job, now_ms
 from ..store.system import MAX_POINTS, MINUTE_MS, align_start
 
@@ -73,7 +85,16 @@ _CODES = {
     413: "InvalidParameter",
     503: "ServiceUnavailable",
 }
-_VENDOR = frozenset({"MissingParameter", "MissingToken", "JobNotFound", *_CODES.values()})
+# why a signed request is refused -> Alibaba Cloud's code for it
+SIGNATURE_CODES = {
+    Reason.MALFORMED: "IncompleteSignature",
+    Reason.UNKNOWN_KEY: "InvalidAccessKeyId.NotFound",
+    Reason.REVOKED_KEY: "InvalidAccessKeyId.Inactive",
+    Reason.EXPIRED: "InvalidTimeStamp.Expired",
+    Reason.MISMATCH: "SignatureDoesNotMatch",
+    Reason.REPLAYED: "SignatureNonceUsed",
+}
+_VENDOR = frozenset({"MissingParameter", "MissingToken", "JobNotFound", *_CODES.values(), *SIGNATURE_CODES.values()})
 _PATHS = re.compile(r"^/api/v1/jobs(/|$)")
 
 
@@ -96,19 +117,30 @@ def install(app: FastAPI) -> None:
     add_error_shape(app, lambda request: bool(_PATHS.match(request.url.path)), render_error)
 
 
-def _token(request: Request, token: str | None) -> str:
-    if token:
-        return token.strip()
+def _caller(request: Request, ctx: Context, token: str | None) -> ApiKey:
+    """The caller's key: a signed request's access key pair, or a jobpulse API key wherever the SDK puts one."""
+    bearer = request.headers.get("x-acs-bearer-token", "").strip()
+    if token or bearer:
+        return ctx.access.authenticate((token or bearer).strip())
     header = request.headers.get("authorization", "").strip()
+    if acs.is_signature(header):
+        try:
+            return acs.verify(SignedRequest.of(request), header, key_pairs(request), now_ms())
+        except SignatureRefused as exc:
+            raise Unauthorized(exc.message, code=SIGNATURE_CODES[exc.reason]) from exc
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
+        return ctx.access.authenticate(value.strip())
     if header and not value:
-        return header
+        return ctx.access.authenticate(header)
     if header:
-        raise Unauthorized("the Authorization header must read 'Bearer <key>'", code="InvalidToken")
+        raise Unauthorized(
+            "the Authorization header must be an ACS3-HMAC-SHA256 or 'acs' signature, or read 'Bearer <key>'",
+            code="InvalidToken",
+        )
     raise Unauthorized(
-        "no credential: pass the jobpulse API key as the Token parameter or in an 'Authorization: Bearer <key>' header",
+        "no credential: sign the request with a jobpulse access key pair, or pass a jobpulse API key as the SDK's "
+        "bearer_token, the Token parameter or in an 'Authorization: Bearer <key>' header",
         code="MissingToken",
     )
 
@@ -129,7 +161,7 @@ def parse_step(value: str | None) -> int:
 def _time(value: str | None, name: str) -> int | None:
     try:
         moment = parse_time(value, name)
-    except (BadRequest, OverflowError) as exc:
+    except (BadRequest, OverflowError, ValueError) as exc:  # ValueError: more digits than an int takes
         moment = -1
         cause: Exception | None = exc
     else:
@@ -153,7 +185,7 @@ def get_job_metrics(
     token: str | None = Query(None, alias="Token"),
 ) -> JSON:
     ctx = context(request)
-    key = ctx.access.authenticate(_token(request, token))
+    key = _caller(request, ctx, token)
     check_job(JobId, "JobId")
     if not metric_type:
         raise BadRequest("MetricType is required: one of " + ", ".join(METRICS), code="MissingParameter")

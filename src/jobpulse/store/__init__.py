@@ -12,15 +12,17 @@ from .events import Events
 from .jobs import Job, Jobs, Worker
 from .keys import ApiKey, Keys
 from .logs import LogFilter, Logs
+from .scalar_stats import ScalarStats
 from .scalars import Scalars
 from .schema import SCHEMA_VERSION, migrate, set_raw_ttl
+from .sessions import Session, Sessions
 from .state import ServerState
 from .system import SeriesWindow, System
 from .system_recent import RecentSystem
 from .usage import Usage
 from .writer import Writer
 
-__all__ = ["ApiKey", "Engine", "Job", "LogFilter", "SeriesWindow", "Store", "Worker", "open_store"]
+__all__ = ["ApiKey", "Engine", "Job", "LogFilter", "SeriesWindow", "Session", "Store", "Worker", "open_store"]
 
 
 class Store:
@@ -55,11 +57,13 @@ class Store:
         charts = RecentCharts(recent_chart_blocks, self.changes.deletions) if keeps_charts else None
         self.scalars = Scalars(engine, database, self.changes, catalogue, recent=charts)
         self.events = Events(engine, database)
+        self.scalar_stats = ScalarStats(engine, database)
         self.logs = Logs(engine, database, self.changes)
         keeps_recent = sees_every_write and recent_system_cells > 0
         recent = RecentSystem(recent_system_cells, self.changes.deletions) if keeps_recent else None
         self.system = System(engine, database, self.changes, recent=recent)
-        self.keys = Keys(engine, database)
+        self.sessions = Sessions(engine, database)
+        self.keys = Keys(engine, database, self.sessions)
         self.state = ServerState(engine, database)
         self.usage = Usage(engine, database)
         self.writer = Writer(engine, database, self.changes, catalogue, recent, charts)

@@ -30,6 +30,7 @@ DATA_TABLES = (
     "events",
     "logs",
     "log_sizes",
+    "log_fields",
     "system",
     "system_1m",
     "system_1h",
@@ -298,7 +299,8 @@ class Jobs:
     @_one_at_a_time
     def register(self, job: Job, at: int | None = None) -> tuple[Job, bool]:
         """``create``, and for a job that exists, what this registration adds to it: its config keys (replacing
-        those given again), its tags, and its name where the job still has only its id as name. Every worker of
+        those given again), its tags, its name where the job still has only its id as name, and its instance type
+        where the job has none (the agent registers the job with its worker's hardware). Every worker of
         a job registers it, and a wrapper such as ``jobpulse run`` may do so before the training code's
         ``jobpulse.init`` says the config; whoever comes first, the job ends up with all of it."""
         found, created = self.create(job, at)
@@ -313,6 +315,8 @@ class Jobs:
             found.tags, changed = tags, True
         if job.name and job.name != job.job and found.name == found.job:
             found.name, changed = job.name, True
+        if job.instance_type and not found.instance_type:
+            found.instance_type, changed = job.instance_type, True
         return (self.write(found) if changed else found), False
 
     def ensure(self, jobs: dict[str, str], first_seen_ms: dict[str, int]) -> None:

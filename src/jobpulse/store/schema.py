@@ -277,6 +277,36 @@ MIGRATIONS: list[list[str]] = [
         "RENAME TABLE {db}.scalars_latest TO {db}.scalars_latest_v7, {db}.scalars_latest_v8 TO {db}.scalars_latest",
         "DROP TABLE {db}.scalars_latest_v7",
     ],
+    [
+        # Web UI sessions (store/sessions.py): a hash of each session id, so that logging out or revoking the key
+        # ends a session on every replica; a row goes a day after the session expires.
+        """CREATE TABLE IF NOT EXISTS {db}.sessions (
+            session_hash String, key_id String, created DateTime64(3), expires DateTime64(3),
+            ended Nullable(DateTime64(3)), version UInt64
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY session_hash TTL toDateTime(expires) + INTERVAL 1 DAY""",
+    ],
+    [
+        # The secrets of access key pairs (store/keys.py), sealed with the server's master key, with the
+        # fingerprint of that master key; a pair's other fields are a row of api_keys like any key's.
+        """CREATE TABLE IF NOT EXISTS {db}.key_pair_secrets (
+            key_id String, sealed_secret String, master_key String, version UInt64
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY key_id""",
+        # Nonces of signed requests (store/nonces.py), claimed by the first request that shows one; a row goes an
+        # hour after the request's date has left the window in which it is accepted.
+        """CREATE TABLE IF NOT EXISTS {db}.signature_nonces (
+            key_id String, nonce String, claim String, claimed DateTime64(6) DEFAULT now64(6),
+            expires DateTime64(3)
+        ) ENGINE = MergeTree ORDER BY (key_id, nonce) TTL toDateTime(expires) + INTERVAL 1 HOUR""",
+    ],
+    [
+        # What a log line may carry besides its text (the metric, variant and iteration a ClearML log event names),
+        # kept apart from ``logs`` for the few lines that have any; a line is named by its position (ts, worker,
+        # seq), and a line sent again replaces its row.
+        """CREATE TABLE IF NOT EXISTS {db}.log_fields (
+            job String, ts DateTime64(3), worker LowCardinality(String), seq UInt64,
+            metric String, variant String, iter Nullable(Int64)
+        ) ENGINE = ReplacingMergeTree ORDER BY (job, ts, worker, seq)""",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import orjson
 from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
 
 from ...errors import BadRequest
 from ...store import ApiKey
 from ..context import caller, context
+from ..key_pairs import key_pairs
 from ..responses import JSON
 
 router = APIRouter(tags=["keys"])
@@ -20,7 +22,11 @@ def list_keys(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     return JSON({"keys": [k.to_dict() for k in ctx.store.keys.list()]})
 
 
-@router.post("/jp/v1/keys", summary="Create a key: {name, projects, role}; the token is shown once")
+@router.post(
+    "/jp/v1/keys",
+    summary="Create a key: {name, projects, role, pair}; its token (or, with pair: true, the access key id and "
+    "secret the vendors' SDKs sign with) is shown once",
+)
 async def create_key(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     ctx.access.check(key, "admin")
@@ -38,11 +44,22 @@ async def create_key(request: Request, key: ApiKey = Depends(caller)) -> JSON:
         raise BadRequest("'projects' must be a list of project ids, or [\"*\"] for all", field="projects")
     if not key.allows_project("*") and not all(key.allows_project(p) for p in projects):
         raise BadRequest("a key can only grant projects its creator sees", field="projects")
-    created, token = ctx.store.keys.create(name, projects, body.get("role", "read"))
+    pair = body.get("pair", False)
+    if not isinstance(pair, bool):
+        raise BadRequest("'pair' must be true (an access key pair) or false (a token)", field="pair")
+    role = body.get("role", "read")
+    if pair:
+        created, secret = await run_in_threadpool(key_pairs(request).create, name, projects, role)
+        answer = {"key": created.to_dict(), "access_key_id": created.key_id, "access_key_secret": secret}
+        return JSON(answer, status_code=201)
+    created, token = await run_in_threadpool(ctx.store.keys.create, name, projects, role)
     return JSON({"key": created.to_dict(), "token": token}, status_code=201)
 
 
-@router.delete("/jp/v1/keys/{key_id}", summary="Revoke a key; it stops working at once on this server")
+@router.delete(
+    "/jp/v1/keys/{key_id}",
+    summary="Revoke a key and end its web UI sessions: at once on this server, within key_cache_seconds on others",
+)
 def revoke_key(request: Request, key_id: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     ctx.access.check(key, "admin")
