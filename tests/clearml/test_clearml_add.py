@@ -140,6 +140,13 @@ def test_published_tasks_refuse_events_unless_allow_locked(client, task):
     assert add_batch(client, allowed)["added"] == 1
 
 
+def test_a_task_published_after_it_reported_refuses_events_at_once(client, task):
+    assert add_batch(client, scalar(task, "m", "v", 0, 1.0))["added"] == 1  # the server now knows the task
+    ok(client, "tasks.publish", {"task": task, "force": True})
+    meta = fails(client, "events.add_batch", raw=lines(scalar(task, "m", "v", 1, 1.0)), code=400, subcode=131)
+    assert meta["error_data"] == {"Cannot update events for a published task": 1}
+
+
 def test_events_after_a_task_failed_are_still_stored(client, task):
     ok(client, "tasks.failed", {"task": task, "status_reason": "boom"})
     assert add_batch(client, scalar(task, "m", "v", 0, 1.0))["added"] == 1

@@ -78,6 +78,8 @@ def test_log_events_have_clearml_fields(client, task):
         "level": "error",
         "worker": "node-1",
         "msg": "hello",
+        "metric": "",
+        "variant": "",
     }
 
 

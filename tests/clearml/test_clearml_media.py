@@ -106,8 +106,8 @@ def test_debug_image_sample_and_navigation(client, task):
     assert (later["event"]["variant"], later["event"]["iter"]) == ("x", 20)
     jump = step(at["scroll_id"], next_iteration=True)
     assert (jump["event"]["variant"], jump["event"]["iter"]) == ("y", 20)
-    last = step(jump["scroll_id"], next_iteration=True)
-    assert last["event"]["iter"] == 20
+    past_the_last = step(jump["scroll_id"], next_iteration=True)
+    assert past_the_last["event"] is None and past_the_last["scroll_id"] == jump["scroll_id"]
 
 
 def test_debug_image_navigation_across_metrics(client, task):

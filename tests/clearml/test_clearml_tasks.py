@@ -204,13 +204,14 @@ def _upload(client, path: str, data: bytes, **headers: str):
 
 def test_files_uploaded_to_the_files_host_are_served_back_and_natively(client, task):
     path = f"/clearml-tests/task.{task}/metrics/img/v/img_v_00000000.png"
-    assert _upload(client, path, b"PNGDATA").status_code == 200
+    png = b"\x89PNG\r\n\x1a\nDATA"
+    assert _upload(client, path, png).status_code == 200
     url_path = f"/clearml/files/clearml-tests/task.{task}/metrics/img/v/img_v_00000000.png"
     answer = client.get(url_path)
-    assert answer.status_code == 200 and answer.content == b"PNGDATA"
+    assert answer.status_code == 200 and answer.content == png
     assert answer.headers["content-type"] == "image/png"
     native = client.get(f"/jp/v1/jobs/{task}/files/metrics/img/v/img_v_00000000.png")
-    assert native.content == b"PNGDATA"
+    assert native.content == png
     add_batch(
         client,
         {

@@ -82,6 +82,17 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("msg", pa.string()),
         ]
     ),
+    "log_fields": pa.schema(
+        [
+            ("job", pa.string()),
+            ("ts", _MS),
+            ("worker", pa.string()),
+            ("seq", pa.uint64()),
+            ("metric", pa.string()),
+            ("variant", pa.string()),
+            ("iter", pa.int64()),
+        ]
+    ),
     "system": pa.schema(
         [
             ("job", pa.string()),

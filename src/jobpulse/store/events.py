@@ -1,4 +1,11 @@
-"""Vectors, plots and debug images of a job: catalogue and reads by metric, variant and iteration."""
+"""Vectors, plots and debug images of a job: catalogue and reads by metric, variant and iteration.
+
+An event replaces the one of the same (job, kind, metric, variant, iteration, key) stored before. A debug image
+also replaces every image of its series reported at a lower iteration under the same URL: clients keep a
+bounded history of files per series and write the oldest file over (ClearML's SDK names them
+``<metric>_<variant>_<n % history>``), so the older event would show the newer picture. Every read sees the
+images as replaced; an image without a URL is kept as reported.
+"""
 
 from __future__ import annotations
 
@@ -15,15 +22,40 @@ class Events:
         self._engine = engine
         self._db = db
 
-    def metrics(self, job: str, kind: str) -> list[dict[str, Any]]:
+    def metrics(self, job: str, kind: str, *, with_url: bool = False) -> list[dict[str, Any]]:
+        """Each series of ``kind`` with its event count and first and last iteration; ``with_url``: of the
+        events that have a URL only."""
         _check_kind(kind)
+        clauses = ["job = {job:String}", "kind = {kind:String}"] + (["url != ''"] if with_url else [])
         return self._engine.query(
             f"""SELECT metric, variant, count() AS events, min(iter) AS first_iter, max(iter) AS last_iter
-            FROM (SELECT metric, variant, iter FROM {self._db}.events
-                  WHERE job = {{job:String}} AND kind = {{kind:String}} LIMIT 1 BY metric, variant, iter, key)
+            FROM ({self._current(kind, clauses, "metric, variant, iter")})
             GROUP BY metric, variant ORDER BY metric, variant""",
             {"job": job, "kind": kind},
         ).to_pylist()
+
+    def _current(self, kind: str, clauses: list[str], columns: str = "*") -> str:
+        """The stored events of ``clauses`` as they read now (see the module): a query of ``columns``."""
+        where = " AND ".join(clauses)
+        if kind != "image":
+            return f"SELECT {columns} FROM {self._db}.events FINAL WHERE {where}"
+        return (
+            f"SELECT {columns} FROM {self._db}.events FINAL WHERE {where} "
+            "ORDER BY iter DESC, inserted DESC "
+            "LIMIT 1 BY metric, variant, if(url = '', concat(toString(iter), '/', key), url)"
+        )
+
+    def urls(self, job: str) -> list[str]:
+        """The addresses of the files a job's events name: its debug images' URLs and the image sources its plots
+        show, each once."""
+        found = self._engine.query(
+            f"""SELECT DISTINCT arrayJoin(if(kind = 'image', [url], extractAll(payload, {{source:String}}))) AS url
+            FROM {self._db}.events FINAL
+            WHERE job = {{job:String}} AND ((kind = 'image' AND url != '') OR kind = 'plot')
+            ORDER BY url""",
+            {"job": job, "source": _PLOT_SOURCE},
+        )
+        return [url for url in found.column("url").to_pylist() if url]
 
     def read(
         self,
@@ -37,16 +69,18 @@ class Events:
         last_iters: int | None = None,
         limit: int = 500,
         after: tuple[str, str, int, str] | None = None,
+        with_url: bool = False,
     ) -> list[dict[str, Any]]:
         """Events in (metric, variant, iter, key) order; ``last_iters`` keeps the latest N iterations
-        of each (metric, variant)."""
+        of each (metric, variant); ``with_url``: only events that have a URL."""
         _check_kind(kind)
-        clauses = ["job = {job:String}", "kind = {kind:String}"]
+        series = ["job = {job:String}", "kind = {kind:String}"] + (["url != ''"] if with_url else [])
         params: dict[str, Any] = {"job": job, "kind": kind, "limit": limit}
         for name, value in (("metric", metric), ("variant", variant)):
             if value is not None:
-                clauses.append(f"{name} = {{{name}:String}}")
+                series.append(f"{name} = {{{name}:String}}")
                 params[name] = value
+        clauses = ["1"]
         if iter_min is not None:
             clauses.append("iter >= {imin:Int64}")
             params["imin"] = iter_min
@@ -56,7 +90,7 @@ class Events:
         if after is not None:
             clauses.append("(metric, variant, iter, key) > ({am:String}, {av:String}, {ai:Int64}, {ak:String})")
             params.update(am=after[0], av=after[1], ai=after[2], ak=after[3])
-        inner = f"SELECT * FROM {self._db}.events FINAL WHERE {' AND '.join(clauses)}"
+        inner = f"SELECT * FROM ({self._current(kind, series)}) WHERE {' AND '.join(clauses)}"
         if last_iters is not None:
             inner = (
                 f"SELECT * FROM ({inner}) WHERE (metric, variant, iter) IN ("
@@ -127,15 +161,13 @@ class Events:
                 FROM {self._db}.scalars FINAL WHERE job = {{job:String}}{by_metric}"""
             )
         kinds = [k for k in KINDS if k in sources]
-        if kinds:
-            params["kinds"] = kinds
+        for kind in kinds:
             parts.append(
                 f"""SELECT toUnixTimestamp64Milli(ts) AS ts, toUInt8(1) AS src, metric AS a, variant AS b,
                     toInt64(iter) AS n, concat(toString(kind), '/', key) AS c, toString(kind) AS kind,
                     toString(worker) AS worker, nan AS value, key, url, payload, '' AS level, '' AS msg,
                     model_event
-                FROM {self._db}.events FINAL
-                WHERE job = {{job:String}} AND kind IN {{kinds:Array(String)}}{by_metric}"""
+                FROM ({self._current(kind, [f"job = {{job:String}} AND kind = '{kind}'{by_metric}"])})"""
             )
         if "log" in sources and metric is None:
             parts.append(
@@ -146,6 +178,10 @@ class Events:
                 FROM (SELECT * FROM {self._db}.logs WHERE job = {{job:String}} LIMIT 1 BY ts, worker, seq)"""
             )
         return parts, params
+
+
+# an image a plot shows: its "source" URL (ClearML's SDK puts matplotlib images in Plotly layouts so)
+_PLOT_SOURCE = r"""['"]source['"]:\s?['"]([a-zA-Z][a-zA-Z0-9+.-]*://[^'"]*)['"]"""
 
 
 def _check_kind(kind: str) -> None:

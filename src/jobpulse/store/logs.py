@@ -1,12 +1,13 @@
 """Console logs: head, tail, paging from a position, filters, search and sizes.
 
 A line's position is (ts, worker, seq): a total order, so paging from a position never
-skips or repeats a line, even when many lines share one millisecond.
+skips or repeats a line, even when many lines share one millisecond. The few lines that name a
+metric, variant or iteration (ClearML log events may) keep them in ``log_fields``, by position.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -24,11 +25,16 @@ Position = tuple[int, str, int]
 
 @dataclass(frozen=True)
 class LogFilter:
+    """Which lines to read: ``metrics`` keeps the lines that name one of its (metric, variants) pairs (no variants:
+    any variant of the metric), ``without_metrics`` leaves out the lines that name one of its metrics."""
+
     workers: tuple[str, ...] = ()
     levels: tuple[str, ...] = ()
     search: str = ""
     since_ms: int | None = None
     until_ms: int | None = None
+    metrics: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    without_metrics: tuple[str, ...] = ()
 
 
 def _like_pattern(text: str) -> str:
@@ -211,11 +217,61 @@ class Logs:
         if where.until_ms is not None:
             clauses.append("ts <= fromUnixTimestamp64Milli({until:Int64})")
             params["until"] = where.until_ms
+        lines_of = f"SELECT ts, worker, seq FROM {self._db}.log_fields WHERE job = {{job:String}}"
+        named = f"(ts, worker, seq) IN ({lines_of} AND "
+        if where.metrics:
+            clauses.append(
+                named + "(metric IN {lm_any:Array(String)} "
+                "OR (metric, variant) IN {lm_pairs:Array(Tuple(String, String))}))"
+            )
+            params["lm_any"] = [metric for metric, variants in where.metrics if not variants]
+            params["lm_pairs"] = [(metric, v) for metric, variants in where.metrics for v in variants]
+        if where.without_metrics:
+            clauses.append("NOT " + named + "metric IN {lm_out:Array(String)})")
+            params["lm_out"] = list(where.without_metrics)
         return clauses, params
 
-    def delete(self, job: str, before_ms: int | None = None) -> int:
-        """Delete a job's lines older than ``before_ms`` (all when None); answers how many were deleted."""
-        where = LogFilter(until_ms=before_ms - 1) if before_ms is not None else LogFilter()
+    def fields(self, job: str, lines: list[dict[str, Any]]) -> dict[Position, dict[str, Any]]:
+        """The metric, variant and iteration of those of ``lines`` (rows with ts, worker and seq) that name any,
+        by position; one read over the time range of the lines."""
+        if not lines:
+            return {}
+        stamps = [line["ts"] for line in lines]
+        rows = self._engine.query(
+            f"""SELECT toUnixTimestamp64Milli(ts) AS ts, worker, seq, metric, variant, iter
+            FROM {self._db}.log_fields FINAL WHERE job = {{job:String}}
+                AND ts BETWEEN fromUnixTimestamp64Milli({{lo:Int64}}) AND fromUnixTimestamp64Milli({{hi:Int64}})""",
+            {"job": job, "lo": min(stamps), "hi": max(stamps)},
+        ).to_pylist()
+        wanted = {(line["ts"], line["worker"], line["seq"]) for line in lines}
+        out: dict[Position, dict[str, Any]] = {}
+        for row in rows:
+            position = (row["ts"], row["worker"], row["seq"])
+            if position in wanted:
+                out[position] = {"metric": row["metric"], "variant": row["variant"], "iter": row["iter"]}
+        return out
+
+    def metrics(self, jobs: list[str], *, with_iter: bool = False) -> dict[str, list[tuple[str, str]]]:
+        """The (metric, variant) pairs each of ``jobs`` named in log lines (``with_iter``: in lines that also
+        name an iteration), sorted."""
+        if not jobs:
+            return {}
+        rows = self._engine.query(
+            f"""SELECT DISTINCT job, metric, variant FROM {self._db}.log_fields FINAL
+            WHERE job IN {{jobs:Array(String)}}{" AND iter IS NOT NULL" if with_iter else ""}
+            ORDER BY job, metric, variant""",
+            {"jobs": list(jobs)},
+        ).to_pylist()
+        out: dict[str, list[tuple[str, str]]] = {}
+        for row in rows:
+            out.setdefault(row["job"], []).append((row["metric"], row["variant"]))
+        return out
+
+    def delete(self, job: str, before_ms: int | None = None, where: LogFilter = LogFilter()) -> int:
+        """Delete a job's lines older than ``before_ms`` (all when None) among those ``where`` picks (its metric
+        filters); answers how many were deleted."""
+        if before_ms is not None:
+            where = replace(where, until_ms=before_ms - 1)
         deleted = self.count(job, where)
         if not deleted:
             return 0
@@ -227,6 +283,12 @@ class Logs:
         return deleted
 
     def _delete(self, job: str, clauses: list[str], params: dict[str, Any]) -> None:
+        # the lines' fields first: a line whose fields are gone reads as a line without any, never the reverse
+        self._engine.command(
+            f"DELETE FROM {self._db}.log_fields WHERE (ts, worker, seq) IN "
+            f"(SELECT ts, worker, seq FROM {self._db}.logs WHERE {' AND '.join(clauses)}) AND job = {{job:String}}",
+            params,
+        )
         self._engine.command(f"DELETE FROM {self._db}.logs WHERE {' AND '.join(clauses)}", params)
         # The per-worker sizes are sums kept by a materialized view: recompute the job's from what is left.
         self._engine.command(f"DELETE FROM {self._db}.log_sizes WHERE job = {{job:String}}", {"job": job})

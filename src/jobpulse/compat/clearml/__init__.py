@@ -13,12 +13,14 @@ jobpulse: a task is a job, its scalars, plots, debug images and console lines ar
 native API and UI show them. The modules:
 
 - :mod:`.versions` endpoint paths and version negotiation; :mod:`.dispatch` one call from request to answer;
-  :mod:`.envelope` the ``{"meta", "data"}`` wrapping and ClearML's error codes;
+  :mod:`.envelope` the ``{"meta", "data"}`` wrapping and ClearML's error codes; :mod:`.jsontext` reading JSON
+  without unbounded recursion; :mod:`.openapi` the endpoints in the server's OpenAPI document;
 - :mod:`.auth` credentials and ``auth.login``; :mod:`.mapping` tasks, models, projects as jobs and projects;
-- :mod:`.events` and its readers (:mod:`.events_logs`, :mod:`.events_scalars`, :mod:`.events_media`),
-  :mod:`.ingest` the translation of added events into jobpulse's ingest;
-- :mod:`.tasks`, :mod:`.projects`, :mod:`.models`, :mod:`.misc` the other services, :mod:`.files` the files
-  server.
+- :mod:`.events` and its readers (:mod:`.events_logs`, :mod:`.events_scalars`, :mod:`.events_points`,
+  :mod:`.events_media`, :mod:`.events_samples`), :mod:`.ingest` the checking of added events,
+  :mod:`.ingest_tables` their rows in the store's tables, :mod:`.known_tasks` what a batch needs of its tasks;
+- :mod:`.tasks` (with :mod:`.task_reads`, :mod:`.task_fields`, :mod:`.task_results`), :mod:`.projects`,
+  :mod:`.models`, :mod:`.misc` the other services, :mod:`.files` the files server.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ import re
 from fastapi import FastAPI, Request
 
 from ...server.app import add_error_shape
-from . import auth, events, files, misc, models, projects, tasks
+from . import auth, events, files, misc, models, openapi, projects, tasks
 from .dispatch import Dispatcher
 from .envelope import render_shape
+from .known_tasks import KnownTasks
 from .versions import PATH, SERVICES, Registry
 
 _SERVICE_PATH = re.compile(rf"^/(?:v[^/]+/)?(?:{'|'.join(SERVICES)})\.")
@@ -51,5 +54,7 @@ def install(app: FastAPI) -> None:
     misc.install(registry)
     Dispatcher(registry, auth.authenticate).install(app)
     files.install(app)
+    openapi.install(app, registry)
     app.state.clearml_registry = registry
+    app.state.clearml_tasks = KnownTasks()
     add_error_shape(app, _ours, render_shape)

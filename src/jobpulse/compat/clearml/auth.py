@@ -14,6 +14,11 @@ checked by the server's single access check, so a revoked key stops working, and
 apply unchanged. Calls may also use Basic credentials directly, or ``Bearer <jobpulse token>``. A token
 lives as long as a UI session (``session_hours``) or less when ``expiration_sec`` asks for less; any replica
 accepts it.
+
+Reading a file of the files server (:func:`file_reader`) also accepts what a browser sends with an ``<img>``:
+the ClearML web app's session cookie (``clearml_token_basic``, a token of ``auth.login``) and jobpulse's own UI
+session cookie. Uploads and deletions take the ``Authorization`` header only (a cookie alone must not change
+anything).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import orjson
 from fastapi import FastAPI, Request
 
 from ...errors import Unauthorized
+from ...server.access import SESSION_COOKIE
 from ...server.context import Context
 from ...store import ApiKey
 from .dispatch import Call
@@ -36,7 +42,7 @@ from .envelope import BAD_CREDENTIALS, INVALID_CREDENTIALS, INVALID_TOKEN, NO_CR
 from .params import integer
 from .versions import MAX_VERSION, Registry, fmt
 
-SERVER_VERSION = "1.9.0"  # the ClearML server release whose API (2.23) jobpulse speaks
+SERVER_VERSION = "2.0.0"  # the ClearML server release line whose API (2.31, versions.MAX_VERSION) jobpulse speaks
 
 
 def _b64(data: bytes) -> str:
@@ -159,6 +165,30 @@ def authenticate(ctx: Context, request: Request) -> ApiKey:
         except Unauthorized as exc:
             raise ClearmlError(INVALID_CREDENTIALS, exc.message) from None
     return tokens(request).check(value)
+
+
+CLEARML_COOKIE = "clearml_token_basic"
+
+
+def file_reader(ctx: Context, request: Request) -> ApiKey:
+    """The caller of a file download: the ``Authorization`` header as on the API, else the ClearML web app's
+    session cookie, else jobpulse's UI session cookie."""
+    if request.headers.get("authorization", "").strip():
+        return authenticate(ctx, request)
+    token = request.cookies.get(CLEARML_COOKIE, "").strip()
+    if token:
+        return tokens(request).check(token)
+    session = request.cookies.get(SESSION_COOKIE, "").strip()
+    if session:
+        try:
+            return ctx.access.session_key(session)
+        except Unauthorized as exc:
+            raise ClearmlError(INVALID_TOKEN, f"invalid session: {exc.message}") from None
+    raise ClearmlError(
+        NO_CREDENTIALS,
+        "missing credentials: send 'Authorization: Bearer <token of auth.login>' (as the ClearML SDK does), "
+        f"or the {CLEARML_COOKIE} cookie of the ClearML web app, or sign in to jobpulse's UI",
+    )
 
 
 def login(call: Call) -> dict[str, Any]:

@@ -9,12 +9,10 @@ endpoint and versions of the call in ``meta``.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
@@ -24,7 +22,7 @@ from ...ingest.parse import decode
 from ...server.context import Context, context
 from ...server.routes.ingest import read_body
 from ...store import ApiKey
-from . import versions
+from . import jsontext, versions
 from .envelope import (
     GENERAL_ERROR,
     VALIDATION_ERROR,
@@ -66,13 +64,12 @@ class Call:
 
 def _parse_json(raw: bytes) -> Any:
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        # Python clients write NaN and Infinity as bare words, which orjson refuses.
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ClearmlError(VALIDATION_ERROR, f"request body is not valid JSON: {exc}") from exc
+        jsontext.check_depth(raw)  # its fields may be stored, and written out again
+        return jsontext.loads(raw)
+    except jsontext.Refused as exc:
+        raise ClearmlError(VALIDATION_ERROR, f"request body is refused: {exc}") from exc
+    except ValueError as exc:
+        raise ClearmlError(VALIDATION_ERROR, f"request body is not valid JSON: {exc}") from exc
 
 
 def _query(request: Request) -> dict[str, Any]:
@@ -102,7 +99,7 @@ class Dispatcher:
             name = match.group("name")
             requested_text = match.group("version")
             requested = versions.parse_version(requested_text) if requested_text else versions.MAX_VERSION
-            endpoint, actual = self.registry.resolve(name, requested)
+            endpoint, actual = self.registry.resolve(name, versions.served(requested))
             # The caller is known before the body is read: an unknown one never gets to send a large body.
             key = await run_in_threadpool(self.authenticate, context(request), request) if endpoint.auth else None
             call = await self._call(request, name, requested, actual)

@@ -14,23 +14,59 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from ...server.context import Context
-from ...store import ApiKey
-from . import events_logs, events_media, events_scalars, mapping
+from ...store import LogFilter
+from . import events_logs, events_media, events_points, events_scalars, mapping
 from .dispatch import Call
 from .envelope import BATCH_EMPTY, EVENTS_NOT_ADDED, INVALID_TASK_STATUS, ClearmlError
 from .ingest import Prepared, Translator, parse_lines
-from .params import flag, integer, required, text
+from .ingest_tables import Series
+from .known_tasks import KnownTasks
+from .params import flag, integer, required, strings, text
 from .versions import Registry
 
 
-def _prepare(ctx: Context, key: ApiKey, worker: str, events: list[Any], model_events: bool) -> Prepared:
-    return Translator(ctx, key, worker, model_events_allowed=model_events).run(events)
+def _tasks(call: Call) -> KnownTasks:
+    return call.request.app.state.clearml_tasks
 
 
-async def _store(call: Call, events: list[Any]) -> dict[str, Any]:
-    prepared = await run_in_threadpool(_prepare, call.ctx, call.caller, call.worker, events, call.since("2.22"))
+def _prepare(call: Call, events: list[Any] | None) -> Prepared:
+    """The events of the request (``events``, or the JSON lines of its body) checked and made tables; one trip
+    to a worker thread for all of it."""
+    if events is None:
+        events = parse_lines(call.raw)
+        if not events:
+            raise ClearmlError(BATCH_EMPTY, "batch request contains no items")
+    allowed = call.since("2.22")
+    return Translator(call.ctx, call.caller, call.worker, model_events_allowed=allowed, tasks=_tasks(call)).run(events)
+
+
+def _keep_labels(ctx: Context, tasks: KnownTasks, labels: dict[Series, str]) -> None:
+    """Record the x-axis label of each series where it changed, in its task (read back with the task's
+    ``last_metrics`` and the scalar histograms)."""
+    by_job: dict[str, dict[tuple[str, str], str]] = {}
+    for (job, metric, variant), label in tasks.new_labels(labels).items():
+        by_job.setdefault(job, {})[(metric, variant)] = label
+    if not by_job:
+        return  # what the tasks hold already: no read
+    for job_id, job in ctx.store.jobs.get_many(list(by_job)).items():
+        known = mapping.clearml(job).setdefault("x_axis_labels", {})
+        changed = False
+        for (metric, variant), label in by_job[job_id].items():
+            if known.get(metric, {}).get(variant) != label:
+                known.setdefault(metric, {})[variant] = label
+                changed = True
+        if changed:
+            ctx.store.jobs.write(job)
+            ctx.access.forget_job(job_id)
+        tasks.remember_labels(job_id, by_job[job_id])
+
+
+async def _store(call: Call, events: list[Any] | None) -> dict[str, Any]:
+    prepared = await run_in_threadpool(_prepare, call, events)
     if prepared.added:
         await call.ctx.committer.commit(prepared.tables)
+        if prepared.labels:
+            await run_in_threadpool(_keep_labels, call.ctx, _tasks(call), prepared.labels)
     errors = dict(prepared.errors)
     if not prepared.added:
         first = next(iter(errors), "no events")
@@ -45,10 +81,7 @@ async def add(call: Call) -> dict[str, Any]:
 
 async def add_batch(call: Call) -> dict[str, Any]:
     """``events.add_batch``: JSON lines, one event a line; the good ones are stored, the bad ones counted."""
-    events = await run_in_threadpool(parse_lines, call.raw)
-    if not events:
-        raise ClearmlError(BATCH_EMPTY, "batch request contains no items")
-    return await _store(call, events)
+    return await _store(call, None)
 
 
 def _check_unlocked(job: Any, allow_locked: bool, kind: str) -> None:
@@ -80,12 +113,20 @@ def delete_for_model(call: Call) -> dict[str, Any]:
 
 
 def clear_task_log(call: Call) -> dict[str, Any]:
-    """Remove a task's log lines older than ``threshold_sec`` seconds ago (all when 0 or not given)."""
+    """Remove a task's log lines older than ``threshold_sec`` seconds ago (all when 0 or not given); from 2.30
+    only those naming one of ``include_metrics``, or leaving those naming one of ``exclude_metrics``."""
     job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"), "write")
     _check_unlocked(job, flag(call.data, "allow_locked"), "task")
     threshold = integer(call.data, "threshold_sec", minimum=0) or 0
     before = mapping.now_ms() - threshold * 1000 if threshold else None
-    return {"deleted": call.ctx.store.logs.delete(job.job, before)}
+    where = LogFilter()
+    if call.since("2.30"):
+        included = strings(call.data, "include_metrics")
+        where = LogFilter(
+            metrics=tuple((metric, ()) for metric in included or ()),
+            without_metrics=tuple(strings(call.data, "exclude_metrics") or ()),
+        )
+    return {"deleted": call.ctx.store.logs.delete(job.job, before, where)}
 
 
 def clear_scroll(call: Call) -> dict[str, Any]:
@@ -100,24 +141,25 @@ def install(registry: Registry) -> None:
     add_("events.add_batch", "2.1 2.22", add_batch)
     add_("events.delete_for_task", "2.1", delete_for_task)
     add_("events.delete_for_model", "2.22", delete_for_model)
-    add_("events.clear_task_log", "2.19", clear_task_log)
+    add_("events.clear_task_log", "2.19 2.30", clear_task_log)
     add_("events.clear_scroll", "2.18", clear_scroll)
-    add_("events.get_task_log", "1.5 1.7 2.9", events_logs.get_task_log)
+    add_("events.get_task_log", "1.5 1.7 2.9 2.30", events_logs.get_task_log)
     add_("events.download_task_log", "2.1", events_logs.download_task_log)
     add_("events.get_task_metrics", "2.7 2.22", events_scalars.get_task_metrics)
+    add_("events.get_multi_task_metrics", "2.28", events_scalars.get_multi_task_metrics)
     add_("events.get_vector_metrics_and_variants", "2.1 2.22", events_scalars.get_vector_metrics_and_variants)
     add_("events.vector_metrics_iter_histogram", "2.1 2.22", events_scalars.vector_metrics_iter_histogram)
     add_("events.scalar_metrics_iter_histogram", "2.1 2.14 2.22", events_scalars.scalar_metrics_iter_histogram)
     add_(
         "events.multi_task_scalar_metrics_iter_histogram",
-        "2.1 2.22",
+        "2.1 2.22 2.28",
         events_scalars.multi_task_scalar_metrics_iter_histogram,
     )
-    add_("events.get_task_single_value_metrics", "2.20 2.22", events_scalars.get_task_single_value_metrics)
+    add_("events.get_task_single_value_metrics", "2.20 2.22 2.28", events_scalars.get_task_single_value_metrics)
     add_("events.get_task_latest_scalar_values", "2.1", events_scalars.get_task_latest_scalar_values)
     add_("events.get_scalar_metrics_and_variants", "2.1 2.22", events_scalars.get_scalar_metrics_and_variants)
-    add_("events.get_scalar_metric_data", "2.1 2.16 2.22", events_scalars.get_scalar_metric_data)
-    add_("events.scalar_metrics_iter_raw", "2.16 2.22", events_scalars.scalar_metrics_iter_raw)
+    add_("events.get_scalar_metric_data", "2.1 2.16 2.22", events_points.get_scalar_metric_data)
+    add_("events.scalar_metrics_iter_raw", "2.16 2.22", events_points.scalar_metrics_iter_raw)
     add_("events.get_task_events", "2.1 2.22", events_media.get_task_events)
     add_("events.debug_images", "2.1 2.7 2.14 2.22", events_media.debug_images)
     add_("events.plots", "2.20 2.22", events_media.plots)
@@ -126,4 +168,4 @@ def install(registry: Registry) -> None:
     add_("events.get_plot_sample", "2.20 2.22", events_media.get_plot_sample)
     add_("events.next_plot_sample", "2.20 2.22", events_media.next_plot_sample)
     add_("events.get_task_plots", "2.1 2.14 2.16 2.22", events_media.get_task_plots)
-    add_("events.get_multi_task_plots", "2.1 2.16 2.22", events_media.get_multi_task_plots)
+    add_("events.get_multi_task_plots", "2.1 2.16 2.22 2.28", events_media.get_multi_task_plots)

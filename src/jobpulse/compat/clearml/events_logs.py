@@ -10,7 +10,9 @@ repeats a line, even when thousands share one millisecond:
   ``navigate_earlier``, the default, else strictly later). So that no line is lost between pages, a page
   always ends with *every* line of its last timestamp, even past ``batch_size`` (ClearML stops at 10,000).
   ``order`` reverses a page whose natural order (descending when navigating earlier) is not the one asked.
-- ``total`` is the exact number of the task's lines.
+- ``total`` is the exact number of the task's lines (2.30: of those naming one of ``metrics``).
+- A line is answered as ClearML stores it: ``metric`` and ``variant`` ("" where it named none) and ``iter``
+  where it named one; 2.30 reads only the lines naming one of ``metrics`` (``[{metric, variants}]``).
 - ``download_task_log`` streams the whole log: ``line_type=json`` writes one JSON object a line
   (``asctime`` and ``timestamp`` in epoch ms, ``level``, ``worker``, ``msg``); ``text`` formats each line with
   ``line_format`` (placeholders ``asctime`` as an ISO 8601 UTC time, ``timestamp`` in epoch ms, ``level``,
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,7 +37,7 @@ from ...store.logs import MAX_LINES
 from . import mapping
 from .dispatch import Call
 from .envelope import FIELDS_VALUE_ERROR, INVALID_SCROLL_ID, MISSING_FIELDS, ClearmlError
-from .params import choice, flag, integer, number, required, text
+from .params import choice, flag, integer, number, objects, required, text
 
 SCROLL = "clearml-log"
 SCROLL_TTL_S = 7 * 86_400
@@ -42,15 +45,47 @@ _CHUNK = 20_000
 PLACEHOLDERS = {"asctime", "timestamp", "level", "worker", "msg"}
 
 
-def log_event(task: str, line: dict[str, Any]) -> dict[str, Any]:
-    return {
+def log_event(task: str, line: dict[str, Any], fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A stored line as the ClearML log event it came from; ``fields``: the metric, variant and iteration it
+    named (``Logs.fields``)."""
+    event = {
         "timestamp": line["ts"],
         "type": "log",
         "task": task,
         "level": line["level"],
         "worker": line["worker"],
         "msg": line["msg"],
+        "metric": fields["metric"] if fields else "",
+        "variant": fields["variant"] if fields else "",
     }
+    if fields and fields["iter"] is not None:
+        event["iter"] = fields["iter"]
+    return event
+
+
+def log_events(ctx: Context, task: str, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``lines`` (rows with ts, worker, seq, level and msg) as ClearML log events."""
+    fields = ctx.store.logs.fields(task, lines)
+    return [log_event(task, line, fields.get((line["ts"], line["worker"], line["seq"]))) for line in lines]
+
+
+def metrics_filter(call: Call) -> LogFilter:
+    """The lines a 2.30 call asks for by ``metrics``: ``[{metric, variants}]``."""
+    if not call.since("2.30"):
+        return LogFilter()
+    wanted = []
+    for item in objects(call.data, "metrics") or []:
+        metric, variants = item.get("metric"), item.get("variants") or []
+        if (
+            not isinstance(metric, str)
+            or not isinstance(variants, list)
+            or not all(isinstance(v, str) for v in variants)
+        ):
+            raise ClearmlError(
+                FIELDS_VALUE_ERROR, "each entry of 'metrics' is {metric: string, variants: [string]}", field="metrics"
+            )
+        wanted.append((metric, tuple(variants)))
+    return LogFilter(metrics=tuple(wanted))
 
 
 def _position(line: dict[str, Any]) -> tuple[int, str, int]:
@@ -65,11 +100,16 @@ def read_page(
     return lines if direction == "forward" else lines[::-1]
 
 
-def _with_ties(ctx: Context, job: str, direction: str, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Extend a page with the rest of the lines that share its last timestamp."""
+def _with_ties(
+    ctx: Context, job: str, direction: str, lines: list[dict[str, Any]], where: LogFilter = LogFilter()
+) -> list[dict[str, Any]]:
+    """Extend a page with the rest of the lines (of ``where``) that share its last timestamp."""
     while lines:
         last = lines[-1]
-        same = LogFilter(until_ms=last["ts"]) if direction == "forward" else LogFilter(since_ms=last["ts"])
+        if direction == "forward":
+            same = replace(where, since_ms=None, until_ms=last["ts"])
+        else:
+            same = replace(where, since_ms=last["ts"], until_ms=None)
         more = read_page(ctx, job, direction, _position(last), _CHUNK, same)
         lines.extend(more)
         if len(more) < _CHUNK:
@@ -81,16 +121,17 @@ def _v29(call: Call, job: str, size: int) -> dict[str, Any]:
     earlier = flag(call.data, "navigate_earlier", True)
     direction = "backward" if earlier else "forward"
     start = number(call.data, "from_timestamp")
-    where = LogFilter()
+    named = metrics_filter(call)
+    where = named
     if start is not None:
         bound = int(start)
-        where = LogFilter(until_ms=bound - 1) if earlier else LogFilter(since_ms=bound + 1)
-    lines = _with_ties(call.ctx, job, direction, read_page(call.ctx, job, direction, None, size, where))
+        where = replace(named, until_ms=bound - 1) if earlier else replace(named, since_ms=bound + 1)
+    lines = _with_ties(call.ctx, job, direction, read_page(call.ctx, job, direction, None, size, where), named)
     order = choice(call.data, "order", ("asc", "desc"))
     if (earlier and order == "asc") or (not earlier and order == "desc"):
         lines.reverse()
-    events = [log_event(job, line) for line in lines]
-    return {"events": events, "returned": len(events), "total": call.ctx.store.logs.count(job)}
+    events = log_events(call.ctx, job, lines)
+    return {"events": events, "returned": len(events), "total": call.ctx.store.logs.count(job, named)}
 
 
 def _scrolled(call: Call, job: str, size: int) -> dict[str, Any]:
@@ -125,7 +166,7 @@ def _scrolled(call: Call, job: str, size: int) -> dict[str, Any]:
     }
     if (direction == "forward") != (order == "asc"):
         lines.reverse()
-    events = [log_event(job, line) for line in lines]
+    events = log_events(call.ctx, job, lines)
     return {
         "events": events,
         "returned": len(events),

@@ -23,7 +23,8 @@ from . import events_samples, mapping
 from .dispatch import Call
 from .envelope import FIELDS_VALUE_ERROR, INVALID_SCROLL_ID, ClearmlError
 from .events_logs import log_event
-from .events_scalars import EVENT_KINDS, metric_variants, model_events, scalar_event
+from .events_points import scalar_event
+from .events_scalars import EVENT_KINDS, metric_variants, model_events
 from .params import choice, flag, integer, objects, required, strings, text
 
 TYPE_OF = {"vector": "training_stats_vector", "plot": "plot", "image": "training_debug_image"}
@@ -69,7 +70,8 @@ def media_event(job: str, kind: str, row: dict[str, Any]) -> dict[str, Any]:
     else:
         meta = orjson.loads(payload) if payload else {}
         event["key"] = meta.get("key", row["key"]) if isinstance(meta, dict) else row["key"]
-        event["url"] = row["url"]
+        if row["url"]:
+            event["url"] = row["url"]
     return event
 
 
@@ -91,12 +93,19 @@ def _wanted(rows: list[dict[str, Any]], metrics: dict[str, list[str] | None] | N
 # -- all events of a task ------------------------------------------------------------------------------------
 
 
-def _timeline_event(job: str, row: dict[str, Any]) -> dict[str, Any]:
+def _log_line(row: dict[str, Any]) -> dict[str, Any]:
+    """A log row of the timeline as the log line it is (its sequence number is ``n`` + 2^63)."""
+    seq = int(row["n"]) + (1 << 63)
+    return {"ts": row["ts"], "worker": row["worker"], "seq": seq, "level": row["level"], "msg": row["msg"]}
+
+
+def _timeline_event(job: str, row: dict[str, Any], log_fields: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
     kind = row["kind"]
     if kind == "scalar":
         return scalar_event(job, row["a"], row["b"], int(row["n"]), row["ts"], row["value"], row["worker"])
     if kind == "log":
-        return log_event(job, {"ts": row["ts"], "level": row["level"], "worker": row["worker"], "msg": row["msg"]})
+        line = _log_line(row)
+        return log_event(job, line, log_fields.get((line["ts"], line["worker"], line["seq"])))
     return media_event(
         job,
         kind,
@@ -134,7 +143,8 @@ def get_task_events(call: Call) -> dict[str, Any]:
         after = None
         total = call.ctx.store.events.timeline_count(job, sources)
     rows = call.ctx.store.events.timeline(job, sources, after=after, descending=descending, limit=size)
-    events = [_timeline_event(job, row) for row in rows]
+    log_fields = call.ctx.store.logs.fields(job, [_log_line(row) for row in rows if row["kind"] == "log"])
+    events = [_timeline_event(job, row, log_fields) for row in rows]
     last = rows[-1] if rows else None
     state = {
         "task": job,
@@ -244,7 +254,7 @@ def _iterations(
 ) -> list[dict[str, Any]]:
     """The events of ``iters`` iterations of one metric (all metrics when empty): the latest below ``below``,
     or the earliest above ``above``; grouped by iteration, newest first."""
-    filters: dict[str, Any] = {"metric": metric or None}
+    filters: dict[str, Any] = {"metric": metric or None, "with_url": kind == "image"}  # as ClearML shows them
     if above is not None:
         rows = read_all(call, job.job, kind, iter_min=above + 1, **filters)
     else:

@@ -6,7 +6,12 @@ moves from there to the next variant of the same iteration or the first of the n
 ones with ``navigate_earlier``), within the same metric unless ``navigate_current_metric`` was false, or with
 ``next_iteration`` (2.22) to the same variant's next (previous) iteration. Plots work the same per metric:
 ``get_plot_sample`` answers all the variants of a metric at one iteration, ``next_plot_sample`` moves to the
-next metric or iteration. The scroll id is a signed cursor holding the current position.
+next metric or iteration. The scroll id is a signed cursor holding the current position. Past the last (first)
+sample there is nothing: as on a ClearML server the answer has no event (``event`` null, ``events`` empty, no
+iteration range) and the same scroll id, from which the other direction still works.
+
+Debug images without a URL are not samples (ClearML shows only images it can load); an image whose URL a
+later image of its series took over is gone (store/events.py).
 """
 
 from __future__ import annotations
@@ -24,7 +29,11 @@ SCROLL_TTL_S = 7 * 86_400
 
 
 def _read(call: Call, job: str, kind: str, limit: int = 10_000, **filters: Any) -> list[dict[str, Any]]:
-    return call.ctx.store.events.read(job, kind, limit=limit, **filters)
+    return call.ctx.store.events.read(job, kind, limit=limit, with_url=kind == "image", **filters)
+
+
+def _series(call: Call, job: str, kind: str) -> list[dict[str, Any]]:
+    return call.ctx.store.events.metrics(job, kind, with_url=kind == "image")
 
 
 def _event(job: str, kind: str, row: dict[str, Any]) -> dict[str, Any]:
@@ -35,9 +44,7 @@ def _event(job: str, kind: str, row: dict[str, Any]) -> dict[str, Any]:
 
 def _range(call: Call, job: str, kind: str, metric: str, variant: str | None) -> tuple[int | None, int | None]:
     rows = [
-        r
-        for r in call.ctx.store.events.metrics(job, kind)
-        if r["metric"] == metric and (variant is None or r["variant"] == variant)
+        r for r in _series(call, job, kind) if r["metric"] == metric and (variant is None or r["variant"] == variant)
     ]
     if not rows:
         return None, None
@@ -62,7 +69,7 @@ def _step(
     metric ``scope`` (all when None), or of one ``series`` (metric[, variant]) when given."""
     pairs = [
         (r["metric"], r["variant"])
-        for r in call.ctx.store.events.metrics(job, kind)
+        for r in _series(call, job, kind)
         if (scope is None or r["metric"] == scope)
         and (series is None or (r["metric"], r["variant"])[: len(series)] == series)
     ]
@@ -157,8 +164,13 @@ def _next(call: Call, kind: str) -> dict[str, Any]:
     position = _key(kind, state["i"], state["m"], state.get("v") or "")
     series = position[1:] if next_iteration else None
     found = _step(call, job, kind, position, state["m"] if state.get("cm", True) else None, series, earlier)
-    if found is not None:
-        state = dict(state, i=found[0], m=found[1], v=found[2] if kind == "image" else None)
+    if found is None:
+        nothing: dict[str, Any] = {"scroll_id": text(call.data, "scroll_id"), "min_iteration": None}
+        nothing.update(
+            {"max_iteration": None, "event": None} if kind == "image" else {"max_iteration": None, "events": []}
+        )
+        return nothing
+    state = dict(state, i=found[0], m=found[1], v=found[2] if kind == "image" else None)
     return _answer(call, job, kind, state)
 
 

@@ -8,8 +8,7 @@
   each y the mean of its ten values. Single values (iteration -2^31) are left out, as ClearML does.
 - ``multi_task_scalar_metrics_iter_histogram`` (at most 100 tasks): the same, with one x-range and one bucket
   width shared by all tasks, so their curves line up.
-- ``scalar_metrics_iter_raw``: every point of a metric's variants, ``batch_size`` (default 10,000, at most
-  200,000) per call, with a signed cursor; ``total`` is exact when ``count_total``.
+- Raw points (``scalar_metrics_iter_raw``, ``get_scalar_metric_data``) are in :mod:`.events_points`.
 - ``get_task_latest_scalar_values``: ``last_value`` (at the highest iteration) and ``last_100_value`` (the
   mean of the finite values among the last 100 iterations) of every variant, whatever their sign.
 - Values are 64-bit floats; NaN and infinities are answered as null.
@@ -26,17 +25,14 @@ import orjson
 
 from ...ingest.parse import ITER_MIN
 from ...store import Job
-from ...store.scalars import MAX_BUCKETS, MAX_PAGE
+from ...store.scalars import MAX_BUCKETS
 from . import mapping
 from .dispatch import Call
-from .envelope import FIELDS_VALUE_ERROR, INVALID_SCROLL_ID, ClearmlError
+from .envelope import FIELDS_VALUE_ERROR, ClearmlError
 from .params import choice, flag, integer, objects, required, strings, text
-from .params import mapping as obj
 
 MAX_TASKS = 100
 DEFAULT_SAMPLES = 6000
-RAW_SCROLL = "clearml-raw"
-DATA_SCROLL = "clearml-scalar-data"
 KEYS = ("iter", "timestamp", "iso_time")
 
 
@@ -44,12 +40,12 @@ def model_events(call: Call) -> bool:
     return call.since("2.22") and flag(call.data, "model_events")
 
 
-def _float(value: float | None) -> float | None:
+def finite(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
-def _floats(values: Any) -> list:
-    return [_float(v) for v in (values.tolist() if isinstance(values, np.ndarray) else values)]
+def finites(values: Any) -> list:
+    return [finite(v) for v in (values.tolist() if isinstance(values, np.ndarray) else values)]
 
 
 def _iso(ms: int) -> str:
@@ -112,7 +108,7 @@ def _raw(points: dict[tuple[str, str], dict[str, np.ndarray]], metric: str, vari
             order = np.argsort(xs, kind="stable")
             xs, ys = xs[order], ys[order]
         if len(xs):
-            out[variant] = {"x": _x(xs.tolist(), key), "y": _floats(ys)}
+            out[variant] = {"x": _x(xs.tolist(), key), "y": finites(ys)}
     return out
 
 
@@ -133,7 +129,7 @@ def _bucketed(
                 first if count == 1 else x
                 for x, first, count in zip(series["x"], series["x_first"], series["count"], strict=True)
             ]
-            data = {"x": _x(xs, key), "y": _floats(series["mean"])}
+            data = {"x": _x(xs, key), "y": finites(series["mean"])}
             out.setdefault(metric, {})[(series["job"], series["variant"])] = data
     return out
 
@@ -190,12 +186,21 @@ def _samples_and_key(call: Call) -> tuple[int, str]:
     return samples if samples is not None else DEFAULT_SAMPLES, key or "iter"
 
 
+def labelled(job: Job, metric: str, variant: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` with the x-axis label of the series, where its task reported one (``x_axis_label``)."""
+    label = mapping.clearml(job).get("x_axis_labels", {}).get(metric, {}).get(variant)
+    return {**entry, "x_axis_label": label} if label is not None else entry
+
+
 def scalar_metrics_iter_histogram(call: Call) -> dict[str, Any]:
     job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"), model=model_events(call))
     samples, key = _samples_and_key(call)
     data = histograms(call, [job.job], samples, key, metric_variants(call))
     return {
-        metric: {variant: {"name": variant, **per_job[job.job]} for variant, per_job in variants.items()}
+        metric: {
+            variant: labelled(job, metric, variant, {"name": variant, **per_job[job.job]})
+            for variant, per_job in variants.items()
+        }
         for metric, variants in data.items()
     }
 
@@ -215,7 +220,10 @@ def multi_task_scalar_metrics_iter_histogram(call: Call) -> dict[str, Any]:
     return {
         "metrics": {
             metric: {
-                variant: {job: {"name": jobs[job].name, **xy} for job, xy in per_job.items()}
+                variant: {
+                    job: labelled(jobs[job], metric, variant, {"name": jobs[job].name, **xy})
+                    for job, xy in per_job.items()
+                }
                 for variant, per_job in variants.items()
             }
             for metric, variants in data.items()
@@ -236,8 +244,8 @@ def get_task_latest_scalar_values(call: Call) -> dict[str, Any]:
         metrics.setdefault(row["metric"], []).append(
             {
                 "name": row["variant"],
-                "last_value": _float(row["value"]),
-                "last_100_value": _float(means.get((row["metric"], row["variant"]))),
+                "last_value": finite(row["value"]),
+                "last_100_value": finite(means.get((row["metric"], row["variant"]))),
             }
         )
         if row["iter"] != ITER_MIN:
@@ -265,7 +273,7 @@ def get_task_single_value_metrics(call: Call) -> dict[str, Any]:
             {
                 "metric": row["metric"],
                 "variant": row["variant"],
-                "value": _float(row["value"]),
+                "value": finite(row["value"]),
                 "timestamp": row["ts"],
             }
         )
@@ -306,18 +314,42 @@ EVENT_KINDS = {
 
 
 def get_task_metrics(call: Call) -> dict[str, Any]:
+    """The metrics each task reported events of ``event_type`` under (all types when not given); log lines
+    count when they name an iteration, as on a ClearML server."""
     ids = strings(call.data, "tasks", required_=True) or []
     jobs = mapping.jobs_for(call.ctx, call.caller, ids, model=model_events(call))
     event_type = choice(call.data, "event_type", tuple(EVENT_KINDS))
-    kinds = [EVENT_KINDS[event_type]] if event_type else ["scalar", "vector", "plot", "image"]
+    kinds = [EVENT_KINDS[event_type]] if event_type else list(EVENT_KINDS.values())
+    unique = list(dict.fromkeys(ids))
+    logged = call.ctx.store.logs.metrics(unique, with_iter=True) if "log" in kinds else {}
     out = []
-    for task in dict.fromkeys(ids):
-        names: set[str] = set()
+    for task in unique:
+        names: set[str] = {metric for metric, _ in logged.get(task, [])}
         for kind in kinds:
             if kind != "log":
                 names.update(_variants_by_metric(call, jobs[task], kind))
         out.append({"task": task, "metrics": sorted(names)})
     return {"metrics": out}
+
+
+def get_multi_task_metrics(call: Call) -> dict[str, Any]:
+    """2.28: the metrics and variants the tasks (models with ``model_events``) reported events of ``event_type``
+    under, all types when not given."""
+    ids = list(dict.fromkeys(strings(call.data, "tasks", required_=True) or []))
+    jobs = mapping.jobs_for(call.ctx, call.caller, ids, model=flag(call.data, "model_events"))
+    event_type = choice(call.data, "event_type", tuple(EVENT_KINDS))
+    kinds = [EVENT_KINDS[event_type]] if event_type else list(EVENT_KINDS.values())
+    found: dict[str, set[str]] = {}
+    for task in ids:
+        for kind in kinds:
+            if kind != "log":
+                for metric, variants in _variants_by_metric(call, jobs[task], kind).items():
+                    found.setdefault(metric, set()).update(variants)
+    if "log" in kinds:
+        for pairs in call.ctx.store.logs.metrics(ids).values():
+            for metric, variant in pairs:
+                found.setdefault(metric, set()).add(variant)
+    return {"metrics": [{"metric": m, "variants": sorted(found[m])} for m in sorted(found)]}
 
 
 def vector_metrics_iter_histogram(call: Call) -> dict[str, Any]:
@@ -335,136 +367,3 @@ def vector_metrics_iter_histogram(call: Call) -> dict[str, Any]:
             break
         after = (rows[-1]["metric"], rows[-1]["variant"], rows[-1]["iter"], rows[-1]["key"])
     return {"metric": metric, "variant": variant, "vectors": vectors, "iterations": iterations}
-
-
-# -- raw points ----------------------------------------------------------------------------------------------
-
-
-def scalar_event(
-    job: str, metric: str, variant: str, iteration: int, ts: int, value: float, worker: str = ""
-) -> dict[str, Any]:
-    event = {
-        "timestamp": ts,
-        "type": "training_stats_scalar",
-        "task": job,
-        "iter": iteration,
-        "metric": metric,
-        "variant": variant,
-        "value": _float(value),
-    }
-    if worker:
-        event["worker"] = worker
-    return event
-
-
-def _pages(
-    call: Call, job: str, metric: str, variants: list[str] | None, after: tuple[str, int] | None, limit: int
-) -> tuple[dict[str, list], tuple[str, int] | None]:
-    """Points of ``variants`` (all when None) in (variant, iter) order after ``after``, and what follows."""
-    store = call.ctx.store.scalars
-    if variants is None:
-        cols, nxt = store.page(job, metric, after=after, limit=limit)
-        return {**cols, "iter": cols["iter"].tolist(), "ts": cols["ts"].tolist()}, nxt
-    merged: dict[str, list] = {"variant": [], "iter": [], "ts": [], "value": []}
-    for variant in sorted(set(variants)):
-        if after is not None and variant < after[0]:
-            continue
-        remaining = limit - len(merged["iter"])
-        cols, _ = store.page(
-            job,
-            metric,
-            variant=variant,
-            after=after if after and after[0] == variant else None,
-            limit=remaining,
-        )
-        for name in merged:
-            merged[name].extend(cols[name].tolist() if name in ("iter", "ts") else list(cols[name]))
-        if len(merged["iter"]) >= limit:
-            return merged, (merged["variant"][-1], merged["iter"][-1])
-    return merged, None
-
-
-def scalar_metrics_iter_raw(call: Call) -> dict[str, Any]:
-    job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"), model=model_events(call)).job
-    spec = obj(call.data, "metric") or {}
-    metric = text(spec, "metric", required_=True)
-    variants = strings(spec, "variants") or None
-    key = choice(call.data, "key", ("iter", "timestamp"), "iter")
-    size = integer(call.data, "batch_size", 10_000, minimum=0) or 10_000
-    size = min(size, MAX_PAGE)
-    total, after = None, None
-    scroll_id = text(call.data, "scroll_id")
-    if scroll_id:
-        state = _scroll(call, RAW_SCROLL, scroll_id, job)
-        if state.get("end"):
-            return {"variants": {}, "total": state["total"], "returned": 0, "scroll_id": scroll_id}
-        metric, variants, key, total = state["m"], state["v"], state["k"], state["total"]
-        after = tuple(state["a"]) if state.get("a") else None
-    elif flag(call.data, "count_total"):
-        total = call.ctx.store.scalars.count([job], metric, variants)
-    cols, nxt = _pages(call, job, metric, variants, after, size)
-    out: dict[str, dict[str, list]] = {}
-    xs = cols["iter"] if key == "iter" else cols["ts"]
-    for variant, x, y in zip(cols["variant"], xs, _floats(cols["value"]), strict=True):
-        entry = out.setdefault(variant, {"y": [], key: []})
-        entry["y"].append(y)
-        entry[key].append(x)
-    state = {
-        "task": job,
-        "m": metric,
-        "v": variants,
-        "k": key,
-        "total": total,
-        "a": list(nxt) if nxt else None,
-        "end": nxt is None,
-    }
-    return {
-        "variants": out,
-        "total": total,
-        "returned": len(cols["iter"]),
-        "scroll_id": call.ctx.signer.sign(RAW_SCROLL, state, ttl_s=7 * 86_400),
-    }
-
-
-def _scroll(call: Call, purpose: str, scroll_id: str, job: str) -> dict[str, Any]:
-    try:
-        state = call.ctx.signer.verify(purpose, scroll_id, field="scroll_id")
-    except Exception:
-        raise ClearmlError(INVALID_SCROLL_ID, "invalid scroll id", scroll_id=scroll_id) from None
-    if state.get("task") != job:
-        raise ClearmlError(INVALID_SCROLL_ID, "the scroll id belongs to another task or query", scroll_id=scroll_id)
-    return state
-
-
-def get_scalar_metric_data(call: Call) -> dict[str, Any]:
-    """Every point of one metric (all its variants) as scalar events, 10,000 a call, with a scroll id."""
-    job = mapping.job_for(call.ctx, call.caller, required(call.data, "task"), model=model_events(call)).job
-    metric = text(call.data, "metric", required_=True)
-    assert metric is not None
-    scroll_id = text(call.data, "scroll_id")
-    after, total = None, None
-    if scroll_id:
-        state = _scroll(call, DATA_SCROLL, scroll_id, job)
-        if state.get("end") or state.get("m") != metric:
-            return {"events": [], "returned": 0, "total": state["total"], "scroll_id": scroll_id}
-        after, total = tuple(state["a"]), state["total"]
-    if total is None:
-        total = call.ctx.store.scalars.count([job], metric)
-    cols, nxt = call.ctx.store.scalars.page(job, metric, after=after, limit=10_000)
-    events = [
-        scalar_event(job, metric, v, i, t, x)
-        for v, i, t, x in zip(
-            cols["variant"], cols["iter"].tolist(), cols["ts"].tolist(), cols["value"].tolist(), strict=True
-        )
-    ]
-    answer: dict[str, Any] = {"events": events, "returned": len(events), "total": total, "scroll_id": None}
-    if not (call.since("2.16") and flag(call.data, "no_scroll")):
-        state = {
-            "task": job,
-            "m": metric,
-            "total": total,
-            "a": list(nxt) if nxt else None,
-            "end": nxt is None,
-        }
-        answer["scroll_id"] = call.ctx.signer.sign(DATA_SCROLL, state, ttl_s=7 * 86_400)
-    return answer

@@ -10,7 +10,9 @@ space replaced by ``_`` and, when it had to be changed, a short hash appended, s
 share a file. The file is then also readable through the native API at ``/jp/v1/jobs/<task
 id>/files/<name>``; debug image events keep the URL ClearML gave them and record the native one in their
 meta. Uploading needs write access to the task, reading read access; the caller authenticates as on the API
-host (the ClearML SDK sends its token).
+host (the ClearML SDK sends its token), and a download also with the ClearML web app's or jobpulse's UI session
+cookie (``auth.file_reader``). Unlike ClearML's own files server, which serves anyone who has the address,
+every file stays behind the same access check as the task's events.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from urllib.parse import unquote, urlparse
 from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
-from starlette.responses import FileResponse, Response
+from starlette.responses import Response
 
 from ...errors import BadRequest, JobpulseError, NotFound, PayloadTooLarge
 from ...server.context import Context, context
+from ...server.headers import user_file
 from ...server.routes.files import file_url
 from ...store.jobs import JOB_ID
-from .auth import authenticate
+from .auth import authenticate, file_reader
 from .envelope import ClearmlError, ClearmlJSON, error_response, from_jobpulse
 
 PREFIX = "/clearml/files"
@@ -144,12 +147,10 @@ async def upload(request: Request) -> Response:
 async def download(request: Request) -> Response:
     ctx = context(request)
     try:
-        key = await run_in_threadpool(authenticate, ctx, request)
+        key = await run_in_threadpool(file_reader, ctx, request)
         job, name = await run_in_threadpool(_locate, ctx, request.path_params["path"])
         await run_in_threadpool(ctx.access.job, key, job)
-        path = ctx.files.read_path(job, name)
-        media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        return FileResponse(path, media_type=media, headers={"Cache-Control": "private, max-age=3600"})
+        return user_file(ctx.files.read_path(job, name), name, "private, max-age=3600")
     except Exception as exc:
         return _error(exc)
 

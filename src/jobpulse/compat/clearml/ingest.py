@@ -1,30 +1,24 @@
-"""``events.add`` / ``events.add_batch``: ClearML events into jobpulse's ingest.
+"""``events.add`` / ``events.add_batch``: ClearML events into jobpulse's store.
 
-Each event is checked as ClearML checks it, and every bad one is counted under a readable reason in
-``errors_info``; the good events of the batch are stored. They are translated into jobpulse's own ingest
-format (docs/ingest.md) and go through the same parser, job registration and group commit as the native
-ingest: scalars and logs as columnar series, vectors, plots and debug images as JSON lines.
+Each event is checked as ClearML checks it (what its events document requires, and the bounds of jobpulse's
+own ingest: names, iterations, timestamps, sizes), and every bad one is counted under a readable reason in
+``errors_info``; the good events of the batch are stored. They become the rows the native ingest makes
+(:mod:`.ingest_tables`) and go through the same job registration and group commit.
 
-- ``training_stats_scalar`` -> scalar (metric, variant, iter, value, timestamp); ``training_stats_vector`` ->
-  vector; ``plot`` -> plot (``plot_str``; a string that is not JSON is kept as a JSON string);
-  ``training_debug_image`` -> image (url, key; a key longer than 255 characters is shortened with a hash and
-  kept whole in the event's meta); ``log`` -> log line (level, worker, msg). A missing timestamp is the
+- ``training_stats_scalar`` -> scalar (metric, variant, iter, value, timestamp; ``x_axis_label`` names the
+  series' x axis); ``training_stats_vector`` -> vector; ``plot`` -> plot (``plot_str``; a string that is not
+  JSON is kept as a JSON string); ``training_debug_image`` -> image (url, which is optional, and key; a key
+  longer than 255 characters is shortened with a hash and kept whole in the event's meta); ``log`` -> log
+  line (level, worker, msg, and metric, variant and iter when it names them). A missing timestamp is the
   receive time, a missing worker the caller's ``X-ClearML-Worker``.
-- A re-sent scalar, vector, plot or image replaces the stored one (same task, metric, variant, iter and key).
-- Log events carry no sequence number, so one is made up that orders the lines of a worker that share a
-  millisecond and makes a re-sent request store nothing twice: ``seq = d << 41 | i << 20 | h`` where ``i`` is
-  the line's position among the request's lines of that task and worker (arrival order within a request),
-  ``d`` the distance in ms from the line's timestamp to the request's latest line of that task and worker
-  (a later request reaches further, so at an equal timestamp its lines sort after an earlier request's), and
-  ``h`` 20 bits of the message's CRC-32 (so two different lines at the same timestamp and position of two
-  requests never collide). A request sent again byte for byte gets the same numbers and is not stored twice.
-  Only a line identical in timestamp, position, distance and text to one already stored is taken for a
-  re-send.
+- A re-sent scalar, vector, plot or image replaces the stored one (same task, metric, variant, iter and key);
+  a debug image also replaces the images of its series reported earlier under the same URL (store/events.py).
+- Log events carry no sequence number: one is made up (``ingest_tables.log_seqs``), so that a re-sent request
+  stores nothing twice.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -38,13 +32,14 @@ import orjson
 import pyarrow as pa
 
 from ...errors import Forbidden
-from ...ingest import parse_body
-from ...ingest.parse import ITER_MAX, ITER_MIN, MAX_NAME, MAX_PAYLOAD, TS_AHEAD, TS_MIN
+from ...ingest.parse import ITER_MAX, ITER_MIN, MAX_MSG, MAX_NAME, MAX_PAYLOAD, TS_AHEAD, TS_MIN
 from ...server.context import Context
 from ...server.routes.ingest import resolve_jobs
-from ...store import ApiKey, Job
+from ...store import ApiKey
 from ...store.jobs import JOB_ID, WORKER_ID
-from . import mapping
+from . import jsontext
+from .ingest_tables import Collected, LogLine, Series
+from .known_tasks import KnownTasks, TaskInfo
 
 TYPES = {
     "training_stats_scalar": "scalar",
@@ -66,7 +61,6 @@ LEVELS = {
 }
 MAX_URL = 2048
 _BAD_WORKER = re.compile(r"[^A-Za-z0-9._:@/-]")
-_NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
 class Bad(Exception):
@@ -78,19 +72,22 @@ class Bad(Exception):
 
 @dataclass
 class Prepared:
-    """The good events of a request as jobpulse ingest tables, and the count of bad ones per reason."""
+    """The good events of a request as the store's tables, the count of bad ones per reason, and the x-axis
+    label each series was given (series -> label)."""
 
     tables: dict[str, pa.Table] = field(default_factory=dict)
     added: int = 0
     errors: Counter = field(default_factory=Counter)
+    labels: dict[Series, str] = field(default_factory=dict)
 
 
 def parse_lines(raw: bytes) -> list[Any]:
-    """The events of a JSON-lines body (a JSON array is accepted too); a line that is not JSON stays a str."""
+    """The events of a JSON-lines body (a JSON array is accepted too); a line that is not JSON stays a str, one
+    the server does not take (nested too deeply, say) is the :class:`jsontext.Refused` that says why."""
     stripped = raw.strip()
     if stripped.startswith(b"["):
         try:
-            doc = _loads(stripped)
+            doc = jsontext.loads(stripped)
         except ValueError:
             doc = None
         if isinstance(doc, list):
@@ -100,17 +97,12 @@ def parse_lines(raw: bytes) -> list[Any]:
         if not line.strip():
             continue
         try:
-            events.append(_loads(line))
+            events.append(jsontext.loads(line))
+        except jsontext.Refused as exc:
+            events.append(exc)
         except ValueError:
             events.append(line.decode("utf-8", "replace"))
     return events
-
-
-def _loads(data: bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)  # Python clients write NaN and Infinity as bare words
 
 
 def worker_name(value: Any, default: str) -> str:
@@ -121,52 +113,48 @@ def worker_name(value: Any, default: str) -> str:
     return _BAD_WORKER.sub("_", value)[:128]
 
 
-def _number(value: Any) -> float | str:
+def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise Bad("Scalar event must have a numeric 'value'")
-    value = float(value)
-    if math.isfinite(value):
-        return value
-    return "NaN" if value != value else _NONFINITE[value]
+    return float(value)
 
 
 class Translator:
     """Checks and translates the events of one request."""
 
-    def __init__(self, ctx: Context, key: ApiKey, worker: str, *, model_events_allowed: bool) -> None:
+    def __init__(
+        self, ctx: Context, key: ApiKey, worker: str, *, model_events_allowed: bool, tasks: KnownTasks
+    ) -> None:
         self.ctx = ctx
         self.key = key
         self.default_worker = worker_name(worker, "")
         self.model_events_allowed = model_events_allowed
+        self.tasks = tasks
         self.now = time.time_ns() // 1_000_000
-        self.jobs: dict[str, Job] = {}
-        self.plain_jobs: dict[str, Job] = {}
-        self.scalars: dict[tuple, dict[str, list]] = {}
-        self.logs: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
-        self.lines: list[dict[str, Any]] = []
+        self.jobs: dict[str, TaskInfo] = {}
+        self.plain_jobs: dict[str, TaskInfo] = {}
+        self.out = Collected()
         self.errors: Counter = Counter()
-        self.accepted = 0
 
     def run(self, events: list[Any]) -> Prepared:
         self._load_jobs(events)
         fast = self._scalar
         for event in events:
             if fast(event):
-                self.accepted += 1
                 continue
             try:
                 self._one(event)
-                self.accepted += 1
             except Bad as bad:
                 self.errors[bad.reason] += 1
-        return self._tables()
+        return self._prepared()
 
     def _scalar(self, event: Any) -> bool:
         """The common case, a plain scalar of an unlocked task, checked and kept without detours; anything
         else (also every mistake) is left to :meth:`_one`, which says what is wrong."""
         if type(event) is not dict or event.get("type") != "training_stats_scalar" or event.get("model_event"):
             return False
-        job = self.plain_jobs.get(event.get("task"))  # type: ignore[arg-type]
+        task = event.get("task")
+        job = self.plain_jobs.get(task) if type(task) is str else None
         metric, variant, iteration = event.get("metric"), event.get("variant", ""), event.get("iter")
         value, ts, worker = event.get("value"), event.get("timestamp"), event.get("worker")
         if (
@@ -192,28 +180,26 @@ class Translator:
             worker = self.default_worker
         elif not WORKER_ID.match(worker):
             return False
-        group = self.scalars.get((job.job, job.project, metric, variant, worker, 0))
-        if group is None:
-            group = self.scalars[(job.job, job.project, metric, variant, worker, 0)] = {
-                "iter": [],
-                "ts": [],
-                "value": [],
-            }
-        group["iter"].append(iteration)
-        group["ts"].append(ts)
-        group["value"].append(value)
+        label = event.get("x_axis_label")
+        if label is not None and (type(label) is not str or len(label) > MAX_NAME):
+            return False
+        self.out.scalar(job.job, job.project, (metric, variant, iteration), ts, value, worker, 0)
+        if label is not None:
+            self.out.label((job.job, metric, variant), iteration, ts, label)
         return True
 
     def _load_jobs(self, events: Iterable[Any]) -> None:
-        ids = {e.get("task") for e in events if isinstance(e, dict)}
-        ids = [i for i in ids if isinstance(i, str) and JOB_ID.match(i)]
-        found = self.ctx.store.jobs.get_many(ids) if ids else {}
+        ids = {e.get("task") for e in events if isinstance(e, dict) and isinstance(e.get("task"), str)}
+        ids = [i for i in ids if JOB_ID.match(i)]
+        found = self.tasks.get_many(self.ctx, ids) if ids else {}
         self.jobs = {i: job for i, job in found.items() if self.key.allows_project(job.project)}
-        self.plain_jobs = {i: job for i, job in self.jobs.items() if not job.locked and not mapping.is_model(job)}
+        self.plain_jobs = {i: job for i, job in self.jobs.items() if not job.locked and not job.model}
         if self.jobs and not self.key.can("write"):
             raise Forbidden(f"this API key is '{self.key.role}'; adding events needs 'write'")
 
     def _one(self, event: Any) -> None:
+        if isinstance(event, jsontext.Refused):
+            raise Bad(f"Event {event.reason}")
         if not isinstance(event, dict):
             raise Bad("Event is not a JSON object")
         etype = event.get("type")
@@ -227,7 +213,7 @@ class Translator:
             raise Bad("Event must have a 'task' field")
         job = self.jobs.get(task) if isinstance(task, str) else None
         model = bool(event.get("model_event")) and self.model_events_allowed
-        if job is None or mapping.is_model(job) != model:
+        if job is None or job.model != model:
             raise Bad("Invalid model id" if model else "Invalid task id")
         if model and kind == "log":
             raise Bad("Log events cannot be model events")
@@ -238,41 +224,42 @@ class Translator:
         if kind == "log":
             self._log(job, event, ts, worker)
             return
-        metric, variant, iteration = self._names(event)
+        metric, variant, iteration = self._names(event, named=kind != "image")
         if kind == "scalar":
             value = _number(event.get("value"))
-            group = self.scalars.setdefault(
-                (job.job, job.project, metric, variant, worker, int(model)),
-                {"iter": [], "ts": [], "value": []},
-            )
-            group["iter"].append(iteration)
-            group["ts"].append(ts)
-            group["value"].append(value)
+            label = event.get("x_axis_label")
+            if label is not None and (not isinstance(label, str) or len(label) > MAX_NAME):
+                raise Bad(f"'x_axis_label' must be a string of at most {MAX_NAME} characters")
+            self.out.scalar(job.job, job.project, (metric, variant, iteration), ts, value, worker, int(model))
+            if label is not None:
+                self.out.label((job.job, metric, variant), iteration, ts, label)
             return
-        line: dict[str, Any] = {
+        row: dict[str, Any] = {
             "kind": kind,
-            "job": job.job,
-            "project": job.project,
             "metric": metric,
             "variant": variant,
             "iter": iteration,
+            "key": "",
             "ts": ts,
-            "model_event": model,
+            "worker": worker,
+            "url": "",
+            "payload": "",
+            "model_event": int(model),
         }
-        if worker:
-            line["worker"] = worker
         if kind == "vector":
             values = event.get("values", event.get("value"))
             if not isinstance(values, list) or not all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
             ):
                 raise Bad("Vector event must have 'values': a list of numbers")
-            line["values"] = [v if math.isfinite(v) else _number(v) for v in values]
+            row["payload"] = orjson.dumps([v if math.isfinite(v) else None for v in values]).decode()
         elif kind == "plot":
-            line["plot"] = self._plot(event.get("plot_str"))
+            row["payload"] = self._plot(event.get("plot_str"))
         else:
-            line.update(self._image(event, metric, variant, iteration))
-        self.lines.append(line)
+            row.update(self._image(event, metric, variant, iteration))
+        if len(row["payload"]) > MAX_PAYLOAD:
+            raise Bad(f"An event is at most {MAX_PAYLOAD} bytes")
+        self.out.event(job.job, job.project, row)
 
     def _timestamp(self, event: dict[str, Any]) -> int:
         value = event.get("timestamp", event.get("ts"))
@@ -285,16 +272,24 @@ class Translator:
             raise Bad("Invalid timestamp: must be between 2000-01-01 and a week from now")
         return ts
 
-    def _names(self, event: dict[str, Any]) -> tuple[str, str, int]:
+    def _names(self, event: dict[str, Any], *, named: bool = True) -> tuple[str, str, int]:
+        """Metric, variant and iteration; ``named``: the metric is required (a debug image needs only its task
+        and type, as in ClearML's events document)."""
         metric = event.get("metric")
         variant = event.get("variant")
         variant = "" if variant is None else variant
-        if not isinstance(metric, str) or not metric:
+        if metric is None and not named:
+            metric = ""
+        if not isinstance(metric, str) or (named and not metric):
             raise Bad("Event must have a non-empty 'metric'")
         if not isinstance(variant, str):
             raise Bad("'variant' must be a string")
         if len(metric) > MAX_NAME or len(variant) > MAX_NAME:
             raise Bad(f"Metric and variant names are at most {MAX_NAME} characters")
+        return metric, variant, self._iteration(event)
+
+    @staticmethod
+    def _iteration(event: dict[str, Any]) -> int:
         iteration = event.get("iter", 0)
         if iteration is None:
             iteration = 0
@@ -306,7 +301,7 @@ class Translator:
             raise Bad("Invalid iteration: must be an integer")
         if not ITER_MIN <= iteration <= ITER_MAX:
             raise Bad(f"Iteration number must be between {ITER_MIN} and {ITER_MAX}")
-        return metric, variant, iteration
+        return iteration
 
     def _plot(self, plot_str: Any) -> str:
         if plot_str is None or plot_str == "":
@@ -315,6 +310,8 @@ class Translator:
             raise Bad("'plot_str' must be a string")
         if len(plot_str) > MAX_PAYLOAD:
             raise Bad(f"Plot is larger than {MAX_PAYLOAD} bytes")
+        if jsontext.depth(plot_str) > jsontext.MAX_DEPTH:
+            raise Bad(f"Plot is nested deeper than {jsontext.MAX_DEPTH} levels")
         try:
             orjson.loads(plot_str)
             return plot_str
@@ -325,8 +322,10 @@ class Translator:
         from .files import native_url
 
         url = event.get("url")
-        if not isinstance(url, str) or not url or len(url) > MAX_URL:
-            raise Bad(f"Debug image event must have 'url': a string of at most {MAX_URL} characters")
+        if url is None:
+            url = ""
+        if not isinstance(url, str) or len(url) > MAX_URL:
+            raise Bad(f"A debug image's 'url' must be a string of at most {MAX_URL} characters")
         key = event.get("key")
         if key is None or key == "":
             key = f"{metric}/{variant}/{iteration}"
@@ -338,85 +337,46 @@ class Translator:
             key = (
                 key[: MAX_NAME - 17] + "#" + zlib.crc32(key.encode()).to_bytes(4, "big").hex() + format(len(key), "08x")
             )
-        native = native_url(url)
+        native = native_url(url) if url else None
         if native:
             meta["file"] = native
-        out: dict[str, Any] = {"url": url, "key": key}
-        if meta:
-            out["meta"] = meta
-        return out
+        return {"url": url, "key": key, "payload": orjson.dumps(meta).decode() if meta else ""}
 
-    def _log(self, job: Job, event: dict[str, Any], ts: int, worker: str) -> None:
+    def _log(self, job: TaskInfo, event: dict[str, Any], ts: int, worker: str) -> None:
         msg = event.get("msg")
         if msg is None:
             msg = ""
         if not isinstance(msg, str):
             raise Bad("Log event must have 'msg': a string")
+        if len(msg) > MAX_MSG:
+            raise Bad(f"A log message is at most {MAX_MSG} characters")
         level = event.get("level")
         level = LEVELS.get(level.lower()) if isinstance(level, str) else ("info" if level is None else None)
         if level is None:
             raise Bad(f"Invalid log level {event.get('level')!r}")
-        self.logs.setdefault((job.job, job.project, worker or "worker-0"), []).append((ts, level, msg))
+        fields = None
+        if any(event.get(name) is not None for name in ("metric", "variant", "iter")):
+            metric, variant = event.get("metric") or "", event.get("variant") or ""
+            if not isinstance(metric, str) or not isinstance(variant, str):
+                raise Bad("'metric' and 'variant' must be strings")
+            if len(metric) > MAX_NAME or len(variant) > MAX_NAME:
+                raise Bad(f"Metric and variant names are at most {MAX_NAME} characters")
+            fields = (metric, variant, None if event.get("iter") is None else self._iteration(event))
+        self.out.log(job.job, job.project, worker or "worker-0", LogLine(ts, level, msg, fields))
 
     # -- output ------------------------------------------------------------------------------------------
 
-    def _tables(self) -> Prepared:
+    def _prepared(self) -> Prepared:
+        """The gathered events as tables, once their jobs and workers are registered as the native ingest
+        registers them."""
         prepared = Prepared(errors=self.errors)
-        series: list[dict[str, Any]] = []
-        for (job, project, metric, variant, worker, model), cols in self.scalars.items():
-            entry = {
-                "kind": "scalar",
-                "job": job,
-                "project": project,
-                "metric": metric,
-                "variant": variant,
-                "model_event": model,
-                **cols,
-            }
-            if worker:
-                entry["worker"] = worker
-            series.append(entry)
-        for (job, project, worker), lines in self.logs.items():
-            series.append(
-                {
-                    "kind": "log",
-                    "job": job,
-                    "project": project,
-                    "worker": worker,
-                    "seq": log_seqs(lines),
-                    "ts": [t for t, _, _ in lines],
-                    "level": [lvl for _, lvl, _ in lines],
-                    "msg": [m for _, _, m in lines],
-                }
-            )
-        batches = []
-        if series:
-            body = orjson.dumps({"series": series})
-            count = sum(len(s["ts"]) for s in series)
-            batches.append(parse_body(body, "application/json", {}, max_events=count + 1, now_ms=self.now))
-        if self.lines:
-            body = b"\n".join(orjson.dumps(line) for line in self.lines)
-            batches.append(
-                parse_body(body, "application/x-ndjson", {}, max_events=len(self.lines) + 1, now_ms=self.now)
-            )
-        parts: dict[str, list[pa.Table]] = {}
-        for batch in batches:
-            resolve_jobs(self.ctx, self.key, batch)
-            for reason, count in batch.errors.items():  # events this layer let through and the ingest refused
-                detail = next((e["detail"] for e in batch.examples if e["reason"] == reason), reason)
-                prepared.errors[detail] += count
-            prepared.added += batch.accepted
-            for name, table in batch.tables().items():
-                parts.setdefault(name, []).append(table)
-        prepared.tables = {name: pa.concat_tables(tables) for name, tables in parts.items()}
+        if not self.out.count:
+            return prepared
+        batch = self.out.registration()
+        resolve_jobs(self.ctx, self.key, batch)
+        for job in set(self.out.jobs) - set(batch.jobs):  # moved to another project meanwhile
+            prepared.errors["Invalid task id"] += self.out.drop(job)
+        prepared.added = self.out.count
+        prepared.tables = self.out.tables()
+        prepared.labels = {series: label for series, (_, _, label) in self.out.labels.items()}
         return prepared
-
-
-def log_seqs(lines: list[tuple[int, str, str]]) -> list[int]:
-    """Sequence numbers for one request's lines of one task and worker (see the module's description)."""
-    anchor = max(t for t, _, _ in lines)
-    out = []
-    for index, (ts, _, msg) in enumerate(lines):
-        distance = min(anchor - ts, (1 << 22) - 1)
-        out.append(distance << 41 | min(index, (1 << 21) - 1) << 20 | (zlib.crc32(msg.encode()) & 0xFFFFF))
-    return out

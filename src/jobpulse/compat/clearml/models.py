@@ -14,7 +14,7 @@ from ...store.jobs import now_ms
 from . import mapping
 from .dispatch import Call
 from .params import flag, integer, objects, required, strings, text
-from .tasks import project_fields
+from .task_reads import name_search, project_fields
 from .versions import Registry
 
 FIELDS = (
@@ -56,6 +56,12 @@ def model_dict(job: Job) -> dict[str, Any]:
         "last_iteration": fields.get("last_iteration", 0),
         "last_update_iteration": fields.get("last_iteration", 0),
     }
+
+
+def _write(call: Call, job: Job) -> None:
+    """Store a changed model or task; the server forgets what it remembered of it (its published state too)."""
+    call.ctx.store.jobs.write(job)
+    call.ctx.access.forget_job(job.job)
 
 
 def _get(call: Call, role: str = "read") -> Job:
@@ -118,7 +124,7 @@ def update_for_task(call: Call) -> dict[str, Any]:
     if override:
         job = mapping.job_for(call.ctx, call.caller, override, "write", model=True)
         _apply(job, call.data)
-        call.ctx.store.jobs.write(job)
+        _write(call, job)
         created = False
     else:
         job = _new(call, {**call.data, "project": task.project, "task": task.job})
@@ -127,7 +133,7 @@ def update_for_task(call: Call) -> dict[str, Any]:
     output = models.setdefault("output", [])
     name = call.data.get("name") or job.name
     output[:] = [m for m in output if m.get("model") != job.job] + [{"name": name, "model": job.job}]
-    call.ctx.store.jobs.write(task)
+    _write(call, task)
     return {"id": job.job, "created": created, "updated": 0 if created else 1}
 
 
@@ -161,9 +167,7 @@ def get_all(call: Call) -> dict[str, Any]:
         models = [m for m in models if m["ready"] == ready]
     name = text(call.data, "name")
     if name:
-        from .tasks import _matches
-
-        search = _matches(name)
+        search = name_search(name)
         models = [m for m in models if search(m["name"])]
     only = strings(call.data, "only_fields")
     return {"models": [project_fields(m, only) for m in models]}
@@ -172,7 +176,7 @@ def get_all(call: Call) -> dict[str, Any]:
 def edit(call: Call) -> dict[str, Any]:
     job = _get(call, "write")
     changed = _apply(job, call.data)
-    call.ctx.store.jobs.write(job)
+    _write(call, job)
     return {"updated": 1, "fields": changed}
 
 
@@ -180,7 +184,7 @@ def set_ready(call: Call) -> dict[str, Any]:
     job = _get(call, "write")
     mapping.clearml(job)["ready"] = True
     job.locked = flag(call.data, "publish_task", True)
-    call.ctx.store.jobs.write(job)
+    _write(call, job)
     return {"updated": 1, "published_task": None}
 
 
@@ -191,7 +195,7 @@ def add_or_update_metadata(call: Call) -> dict[str, Any]:
         metadata.clear()
     for item in objects(call.data, "metadata", required_=True) or []:
         metadata[str(item.get("key", ""))] = copy.deepcopy(item)
-    call.ctx.store.jobs.write(job)
+    _write(call, job)
     return {"updated": 1}
 
 
@@ -202,7 +206,7 @@ def _archive(call: Call, archived: bool) -> dict[str, Any]:
         call.ctx.access.check(call.caller, "write", project=job.project)
         tags = [t for t in mapping.clearml(job).get("system_tags", []) if t != "archived"]
         mapping.clearml(job)["system_tags"] = [*tags, "archived"] if archived else tags
-        call.ctx.store.jobs.write(job)
+        _write(call, job)
     return {"succeeded": [{"id": i, "updated": 1} for i in jobs], "failed": []}
 
 

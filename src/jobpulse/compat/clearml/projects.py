@@ -2,6 +2,9 @@
 
 A ClearML project is a jobpulse project (see :mod:`.mapping` for how names map to ids). Listing shows the
 projects the caller's key sees: those created through this API and those that have jobs.
+``get_unique_metric_variants`` answers the scalar metrics and variants reported by the tasks of a project
+(and of its subprojects, the projects named ``<its name>/...``, unless ``include_subprojects`` is false), of
+the tasks ``ids``, or of every project the key sees; with ``model_metrics``, of models instead of tasks.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from . import mapping
 from .dispatch import Call
 from .envelope import INVALID_PROJECT_ID, INVALID_REGEX, ClearmlError
 from .params import flag, required, strings, text
-from .tasks import project_fields
+from .task_reads import project_fields
+from .task_results import name_hash
 from .versions import Registry
 
 PROJECT_EXISTS = (400, 801)
@@ -144,6 +148,37 @@ def delete(call: Call) -> dict[str, Any]:
     return {"deleted": 1, "disassociated_tasks": 0}
 
 
+def _scope(call: Call) -> list[str] | None:
+    """The projects whose tasks ``get_unique_metric_variants`` reads (None: every project)."""
+    key = call.caller
+    pid = text(call.data, "project")
+    if not pid:
+        return key.visible_projects()
+    pid = mapping.check_project_id(pid)
+    projects = [pid]
+    if flag(call.data, "include_subprojects", True):
+        prefix = mapping.project_name(call.ctx, pid) + "/"
+        projects += [p for p, record in mapping.project_records(call.ctx).items() if record["name"].startswith(prefix)]
+    return [p for p in projects if key.allows_project(p)]
+
+
+def get_unique_metric_variants(call: Call) -> dict[str, Any]:
+    model = flag(call.data, "model_metrics")
+    ids = strings(call.data, "ids")
+    variants = call.ctx.store.scalar_stats.variants
+    if ids:
+        jobs = mapping.jobs_for(call.ctx, call.caller, ids, model=model)
+        pairs = variants(jobs=list(jobs), tag=mapping.MODEL_TAG, with_tag=model)
+    else:
+        call.ctx.access.check(call.caller, "read")
+        pairs = variants(projects=_scope(call), tag=mapping.MODEL_TAG, with_tag=model)
+    return {
+        "metrics": [
+            {"metric": m, "metric_hash": name_hash(m), "variant": v, "variant_hash": name_hash(v)} for m, v in pairs
+        ]
+    }
+
+
 def install(registry: Registry) -> None:
     for name, handler in (
         ("get_all", get_all),
@@ -154,3 +189,4 @@ def install(registry: Registry) -> None:
         ("delete", delete),
     ):
         registry.add(f"projects.{name}", "2.1 2.23", handler)
+    registry.add("projects.get_unique_metric_variants", "2.13", get_unique_metric_variants)

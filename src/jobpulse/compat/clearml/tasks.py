@@ -9,17 +9,14 @@ hyperparameters, configuration, requirements, artifacts and models of a task. jo
 from __future__ import annotations
 
 import copy
-import hashlib
-import re
 from typing import Any
 
-from ...ingest.parse import ITER_MIN
 from ...store import Job
 from ...store.jobs import now_ms
 from . import mapping
 from .dispatch import Call
-from .envelope import INVALID_REGEX, INVALID_TASK_STATUS, INVALID_TASK_TYPE, NOT_SUPPORTED, ClearmlError
-from .params import flag, integer, required, strings, text
+from .envelope import INVALID_TASK_STATUS, INVALID_TASK_TYPE, NOT_SUPPORTED, ClearmlError
+from .params import flag, required, strings, text
 from .task_fields import (
     add_or_update_artifacts,
     add_or_update_model,
@@ -31,6 +28,8 @@ from .task_fields import (
     get_hyper_params,
     set_requirements,
 )
+from .task_reads import get_all, get_by_id
+from .task_results import file_urls
 from .versions import Registry
 
 # Fields of a request that are not task fields; everything else tasks.create / tasks.edit keep as sent.
@@ -58,24 +57,6 @@ CONTROL = frozenset(
         "active_duration",
     }
 )
-# Kept in config["clearml"] for jobpulse's own use, answered in another form or not at all.
-INTERNAL = frozenset({"object", "status", "status_changed", "user", "last_worker", "published"})
-DEFAULTS: dict[str, Any] = {
-    "type": "training",
-    "comment": "",
-    "parent": None,
-    "output": {},
-    "script": {},
-    "container": {},
-    "execution": {"parameters": {}, "artifacts": [], "model_labels": {}},
-    "models": {"input": [], "output": []},
-    "hyperparams": {},
-    "configuration": {},
-    "runtime": {},
-    "system_tags": [],
-    "status_message": "",
-    "status_reason": "",
-}
 TASK_TYPES = (
     "training",
     "testing",
@@ -91,84 +72,6 @@ TASK_TYPES = (
 )
 
 
-def _hash(name: str) -> str:
-    return hashlib.md5(name.encode()).hexdigest()  # noqa: S324 - ClearML keys last_metrics by this digest
-
-
-def last_metrics(call: Call, jobs: list[str]) -> dict[str, tuple[dict[str, Any], int]]:
-    """ClearML's ``last_metrics`` and ``last_iteration`` of each job, from the store's latest values."""
-    out: dict[str, tuple[dict[str, Any], int]] = {job: ({}, 0) for job in jobs}
-    for row in call.ctx.store.scalars.latest(jobs):
-        metrics, last_iter = out[row["job"]]
-        entry = {
-            "metric": row["metric"],
-            "variant": row["variant"],
-            "value": row["value"],
-            "min_value": row["min"],
-            "max_value": row["max"],
-            "count": row["points"],
-            "timestamp": row["ts"],
-        }
-        if row["iter"] != ITER_MIN:
-            entry["iter"] = row["iter"]
-            last_iter = max(last_iter, row["iter"])
-        metrics.setdefault(_hash(row["metric"]), {})[_hash(row["variant"])] = entry
-        out[row["job"]] = (metrics, last_iter)
-    return out
-
-
-def task_dict(job: Job, metrics: tuple[dict[str, Any], int] | None = None) -> dict[str, Any]:
-    fields = mapping.clearml(job)
-    out: dict[str, Any] = {name: copy.deepcopy(value) for name, value in fields.items() if name not in INTERNAL}
-    for name, default in DEFAULTS.items():
-        out.setdefault(name, copy.deepcopy(default))
-    out.update(
-        {
-            "id": job.job,
-            "name": job.name,
-            "user": fields.get("user", ""),
-            "company": "jobpulse",
-            "status": mapping.task_status(job),
-            "project": job.project,
-            "tags": list(job.tags),
-            "created": mapping.iso(job.created),
-            "started": mapping.iso(job.started),
-            "completed": mapping.iso(job.ended),
-            "last_update": mapping.iso(job.updated),
-            "last_change": mapping.iso(job.updated),
-            "status_changed": mapping.iso(fields.get("status_changed")),
-            "last_worker": fields.get("last_worker", ""),
-            "published": mapping.iso(fields.get("published")),
-        }
-    )
-    if job.ended and job.started:
-        out["active_duration"] = max(0, (job.ended - job.started) // 1000)
-    if job.status == "failed" and not out["status_reason"]:
-        out["status_reason"] = job.error_message
-    if metrics is not None:
-        out["last_metrics"], out["last_iteration"] = metrics
-    return out
-
-
-def project_fields(item: dict[str, Any], only: list[str] | None) -> dict[str, Any]:
-    """Keep only the ``only`` fields (dotted paths reach into objects), and always the id."""
-    if not only:
-        return item
-    out: dict[str, Any] = {"id": item.get("id")}
-    for path in only:
-        source, target = item, out
-        parts = path.split(".")
-        for part in parts[:-1]:
-            source = source.get(part) if isinstance(source, dict) else None
-            if not isinstance(source, dict):
-                break
-            target = target.setdefault(part, {})
-        else:
-            if isinstance(source, dict) and parts[-1] in source:
-                target[parts[-1]] = source[parts[-1]]
-    return out
-
-
 def _get(call: Call, role: str = "read") -> Job:
     return mapping.job_for(call.ctx, call.caller, required(call.data, "task"), role)
 
@@ -176,55 +79,6 @@ def _get(call: Call, role: str = "read") -> Job:
 def _write(call: Call, job: Job) -> None:
     call.ctx.store.jobs.write(job)
     call.ctx.access.forget_job(job.job)
-
-
-# -- reading -------------------------------------------------------------------------------------------------
-
-
-def get_by_id(call: Call) -> dict[str, Any]:
-    job = _get(call)
-    return {"task": task_dict(job, last_metrics(call, [job.job])[job.job])}
-
-
-def _matches(pattern: str) -> Any:
-    try:
-        return re.compile(pattern, re.IGNORECASE).search
-    except re.error as exc:
-        raise ClearmlError(INVALID_REGEX, f"malformed regular expression {pattern!r}: {exc}", field="name") from None
-
-
-def get_all(call: Call) -> dict[str, Any]:
-    data = call.data
-    key = call.caller
-    ids = strings(data, "id")
-    projects = strings(data, "project")
-    visible = key.visible_projects()
-    if ids:
-        found = call.ctx.store.jobs.get_many(ids)
-        jobs = [found[i] for i in ids if i in found and key.allows_project(found[i].project)]
-    else:
-        scope = [p for p in projects if visible is None or p in visible] if projects else visible
-        jobs = call.ctx.store.jobs.list(scope, limit=integer(data, "page_size", 500, minimum=1, maximum=10_000))
-    jobs = [j for j in jobs if not mapping.is_model(j)]
-    if projects:
-        jobs = [j for j in jobs if j.project in projects]
-    name = text(data, "name")
-    if name:
-        search = _matches(name)
-        jobs = [j for j in jobs if search(j.name)]
-    statuses = strings(data, "status")
-    if statuses:
-        jobs = [j for j in jobs if mapping.task_status(j) in statuses]
-    types = strings(data, "type")
-    if types:
-        jobs = [j for j in jobs if mapping.clearml(j).get("type", "training") in types]
-    tags = strings(data, "tags")
-    if tags:
-        jobs = [j for j in jobs if all(t.lstrip("-") not in j.tags if t.startswith("-") else t in j.tags for t in tags)]
-    only = strings(data, "only_fields")
-    wants_metrics = not only or any(f.split(".")[0] in ("last_metrics", "last_iteration") for f in only)
-    metrics = last_metrics(call, [j.job for j in jobs]) if wants_metrics and jobs else {}
-    return {"tasks": [project_fields(task_dict(j, metrics.get(j.job)), only) for j in jobs]}
 
 
 # -- creating and editing -----------------------------------------------------------------------------------
@@ -375,6 +229,8 @@ def reset(call: Call) -> dict[str, Any]:
     job = _get(call, "write")
     if job.locked and not flag(call.data, "force"):
         raise ClearmlError(INVALID_TASK_STATUS, f"task {job.job} is published: reset needs force", id=job.job)
+    urls = file_urls(call, job) if flag(call.data, "return_file_urls") else None
+    deleted = call.ctx.store.events.timeline_count(job.job, ("scalar", "vector", "plot", "image", "log"))
     fields = mapping.clearml(job)
     fields["runtime"] = {}
     fields.setdefault("models", {})["output"] = []
@@ -388,8 +244,9 @@ def reset(call: Call) -> dict[str, Any]:
         "updated": 1,
         "fields": {"status": "created"},
         "dequeued": {},
+        "events": {"deleted": deleted},
         "deleted_models": 0,
-        "urls": {"model_urls": [], "event_urls": [], "artifact_urls": []},
+        "urls": urls,
     }
 
 
@@ -405,10 +262,18 @@ def delete(call: Call) -> dict[str, Any]:
     job = _get(call, "write")
     if job.locked and not flag(call.data, "force"):
         raise ClearmlError(INVALID_TASK_STATUS, f"task {job.job} is published: delete needs force", id=job.job)
+    urls = file_urls(call, job) if flag(call.data, "return_file_urls") else None
+    deleted = call.ctx.store.events.timeline_count(job.job, ("scalar", "vector", "plot", "image", "log"))
     call.ctx.store.jobs.delete(job.job)
     call.ctx.access.forget_job(job.job)
     call.ctx.files.delete_job(job.job)
-    return {"deleted": 1, "updated_children": 0, "updated_models": 0, "events": {}, "urls": {}}
+    return {
+        "deleted": True,
+        "updated_children": 0,
+        "updated_models": 0,
+        "events": {"deleted": deleted},
+        "urls": urls,
+    }
 
 
 def not_supported(call: Call) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """Endpoint paths and API versions.
 
 A ClearML endpoint is called as ``/<service>.<action>`` or ``/v<major>.<minor>/<service>.<action>`` under the
-API host. A path without a version asks for the newest one, :data:`MAX_VERSION` (the newest that the current
-``clearml`` package sends). Every version from :data:`MIN_VERSION` (the lowest in the events document) up to
-:data:`MAX_VERSION` is accepted; each endpoint answers with the newest of its documented versions that is not
-newer than the one asked for (a version older than the endpoint's first answers with its first). The answer
-names both in ``meta.endpoint``. Versions outside the range get 400/2; an unknown endpoint 404.
+API host. A path without a version asks for the newest one, :data:`MAX_VERSION` (the newest a ClearML server
+serves today: 2.31, which the events service needs for its newer fields). Each endpoint answers with the
+newest of its documented versions that is not newer than the one asked for (a version older than the
+endpoint's first answers with its first), and the answer names both in ``meta.endpoint``. As on a ClearML
+server, a version above the newest is served as the newest (a client newer than the server keeps working);
+one below :data:`MIN_VERSION` (the lowest in the events document), or not of the form ``<major>.<minor>``,
+gets 400/2; an unknown endpoint 404.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .envelope import ENDPOINT_NOT_FOUND, INVALID_VERSION, ClearmlError
 
 Version = tuple[int, int]
 MIN_VERSION: Version = (1, 5)
-MAX_VERSION: Version = (2, 23)
+MAX_VERSION: Version = (2, 31)
 
 # Services a ClearML client may call; their paths are routed here, other names are left to other routes.
 SERVICES = (
@@ -54,13 +56,18 @@ def parse_version(text: str) -> Version:
             INVALID_VERSION, f"request path has invalid version: {text!r} (expected e.g. v2.23)", version=text
         )
     version = (int(match.group(1)), int(match.group(2)))
-    if not MIN_VERSION <= version <= MAX_VERSION:
+    if version < MIN_VERSION:
         raise ClearmlError(
             INVALID_VERSION,
-            f"invalid API version {text} (supported versions are {fmt(MIN_VERSION)} to {fmt(MAX_VERSION)})",
+            f"invalid API version {text} (the oldest served is {fmt(MIN_VERSION)}, the newest {fmt(MAX_VERSION)})",
             version=text,
         )
     return version
+
+
+def served(version: Version) -> Version:
+    """The version that serves a request for ``version``: itself, or the newest when it is newer still."""
+    return min(version, MAX_VERSION)
 
 
 def fmt(version: Version) -> str:
