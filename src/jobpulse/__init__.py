@@ -16,12 +16,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from jobpulse.sdk.checks import RefusedError
     from jobpulse.sdk.run import Run
     from jobpulse.sdk.session import current_run, finish, init, log
 
-__all__ = ["Run", "current_run", "finish", "init", "log"]
+__all__ = ["RefusedError", "Run", "current_run", "finish", "init", "log"]
 
 _LAZY = {
+    "RefusedError": "jobpulse.sdk.checks",
     "Run": "jobpulse.sdk.run",
     **{n: "jobpulse.sdk.session" for n in ("current_run", "finish", "init", "log")},
 }

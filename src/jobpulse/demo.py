@@ -1,8 +1,11 @@
 """A realistic simulated training job, loaded through the public API like any other sender.
 
-Four workers with eight GPUs each train for two hours: scalars every step, system metrics
-every 10 s (one GPU runs slow, so it stands out in a heat map), logs with progress bars and a
-recovered data-loader traceback, a confusion-matrix plot and a debug image.
+Four workers with eight GPUs each trained for the two hours before the load: scalars every step,
+system metrics every 10 s (one GPU runs slow, so it stands out in a heat map), logs with progress
+bars, a confusion-matrix plot and a debug image. Worker 2's data loader dies near the end: its log
+ends in the traceback and it fails with exit code 1, while the others complete, so the job ends
+failed. Every time is told to the server (``at``), so the job, its workers and its data agree:
+the job started two hours before the load and ended at it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ STEPS = 3000
 SPAN_S = 2 * 3600
 SYSTEM_EVERY_S = 10
 GIB = 1 << 30
+EPOCHS = 30
+EPOCH_MS = SPAN_S * 1000 // EPOCHS
+FAILING_WORKER = 2
+FAIL_OFFSET_MS = 2000 + 28 * EPOCH_MS + EPOCH_MS * 6 // 10  # in its 29th epoch, 1h52m in
 
 
 def png(pixels: np.ndarray) -> bytes:
@@ -101,8 +108,13 @@ def _scalars(rng: np.random.Generator, t0: int) -> list[dict]:
     return series
 
 
+def _end(t0: int, worker: int) -> int:
+    """When ``worker`` stopped: the failing one in its 29th epoch, the others at the end of the span."""
+    return t0 + (FAIL_OFFSET_MS if worker == FAILING_WORKER else SPAN_S * 1000)
+
+
 def _system(rng: np.random.Generator, t0: int, worker: int) -> list[dict]:
-    ts = np.arange(t0, t0 + SPAN_S * 1000, SYSTEM_EVERY_S * 1000)
+    ts = np.arange(t0, _end(t0, worker), SYSTEM_EVERY_S * 1000)
     n = len(ts)
     warm = np.clip(np.arange(n) / 30, 0, 1)
     series: list[dict] = []
@@ -156,34 +168,40 @@ TRACEBACK = """Traceback (most recent call last):
     data = self._next_data()
 RuntimeError: DataLoader worker (pid 41822) is killed by signal: Bus error. \
 It is possible that dataloader's workers are out of shared memory."""
+ERROR = TRACEBACK.splitlines()[-1]
 
 
 def _logs(t0: int, worker: int) -> dict:
     lines: list[tuple[int, str, str]] = []
     w = f"worker-{worker}"
+    end = _end(t0, worker)
     lines.append((t0, "info", f"[{w}] initializing process group: backend=nccl world_size={WORKERS * GPUS}"))
     lines.append((t0 + 800, "info", f"[{w}] rank {worker * GPUS}-{worker * GPUS + GPUS - 1} ready on 8x H100 80GB"))
     lines.append((t0 + 1500, "warning", f"[{w}] NCCL_IB_TIMEOUT not set, using default 18"))
-    epochs = 30
-    per_epoch = SPAN_S * 1000 // epochs
-    for epoch in range(epochs):
-        start = t0 + 2000 + epoch * per_epoch
+    for epoch in range(EPOCHS):
+        start = t0 + 2000 + epoch * EPOCH_MS
         for step in range(0, 100, 10):
-            when = start + step * per_epoch // 100
+            when = start + step * EPOCH_MS // 100
             loss = 6.9 * math.exp(-4 * (epoch * 100 + step) / 3000) + 0.9
             lines.append((when, "info", f"epoch {epoch + 1} step {step * 10}/1000 loss={loss:.4f} lr=0.2"))
         bar = "█" * 10
         lines.append(
-            (
-                start + per_epoch - 500,
-                "info",
-                f"Epoch {epoch + 1}: 100%|{bar}| 1000/1000 [03:58<00:00, 4.19it/s]",
-            )
+            (start + EPOCH_MS - 2500, "info", f"Epoch {epoch + 1}: 100%|{bar}| 1000/1000 [03:58<00:00, 4.19it/s]")
         )
-        if worker == 2 and epoch == 17:
-            for i, text in enumerate(TRACEBACK.splitlines()):
-                lines.append((start + per_epoch // 2 + i, "error", text))
-            lines.append((start + per_epoch // 2 + 50, "warning", "restarting data loader workers (attempt 1 of 3)"))
+        if worker == FAILING_WORKER and epoch == 17:
+            lines.append(
+                (
+                    start + EPOCH_MS // 2,
+                    "warning",
+                    "a worker process of the dataloader (pid 39107) exited unexpectedly; restarting it "
+                    "(attempt 1 of 3)",
+                )
+            )
+    lines = [line for line in lines if line[0] < end]
+    if worker == FAILING_WORKER:
+        lines.extend((end + i, "error", text) for i, text in enumerate(TRACEBACK.splitlines()))
+    else:
+        lines.append((end - 200, "info", f"[{w}] training finished: saved checkpoint epoch-{EPOCHS}.pt"))
     ts = [t for t, _, _ in lines]
     return {
         "kind": "log",
@@ -193,6 +211,10 @@ def _logs(t0: int, worker: int) -> dict:
         "level": [lvl for _, lvl, _ in lines],
         "msg": [m for _, _, m in lines],
     }
+
+
+def _put_worker(client: Client, job: str, worker: int, body: dict) -> None:
+    client.request("PUT", f"/jp/v1/jobs/{job}/workers/worker-{worker}", json=body)
 
 
 def load_demo(client: Client, *, job: str = JOB, project: str = PROJECT, seed: int = 7) -> dict:
@@ -220,8 +242,11 @@ def load_demo(client: Client, *, job: str = JOB, project: str = PROJECT, seed: i
             },
             "leader": "worker-0",
             "status": "running",
+            "at": t0,
         },
     )
+    for worker in range(WORKERS):
+        _put_worker(client, job, worker, {"status": "running", "host": f"gpu-node-{worker:02d}", "at": t0 + 300})
     sent = 0
     result = client.ingest({"project": project, "job": job, "series": _scalars(rng, t0)})
     sent += result["accepted"]
@@ -268,10 +293,12 @@ def load_demo(client: Client, *, job: str = JOB, project: str = PROJECT, seed: i
         },
     ]
     sent += client.ingest(events, project=project, job=job)["accepted"]
+    # as a training script would: the error first, then each worker's end (the job ends with the last one)
+    client.request("PATCH", f"/jp/v1/jobs/{job}", json={"error_message": ERROR})
     for worker in range(WORKERS):
-        client.request(
-            "PUT",
-            f"/jp/v1/jobs/{job}/workers/worker-{worker}",
-            json={"status": "running", "host": f"gpu-node-{worker:02d}"},
+        failed = worker == FAILING_WORKER
+        end = {"status": "failed" if failed else "completed", "exit_code": 1 if failed else 0}
+        _put_worker(
+            client, job, worker, {**end, "at": _end(t0, worker) + (len(TRACEBACK.splitlines()) if failed else 0)}
         )
     return {"job": job, "project": project, "events": sent}

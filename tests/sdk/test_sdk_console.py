@@ -84,7 +84,7 @@ def test_capture_tees_streams_and_takes_logging_records_once_with_their_level(ca
     assert out == "to stdout\n"
     assert "to stderr\n" in err and "bad thing\n" in err  # still echoed
     assert ("info", "to stdout") in got
-    assert ("info", "to stderr") in got
+    assert ("warning", "to stderr") in got  # stderr that states no level (jobpulse.sdk.levels)
     assert got.count(("error", "jobpulse-test-capture: bad thing")) == 1
     assert not any(msg == "bad thing" for _, msg in got)  # the handler's output is not taken twice
     assert sys.stdout is not console.stdout and sys.stderr is not console.stderr

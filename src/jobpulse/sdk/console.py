@@ -6,11 +6,13 @@ collapsed to its final state: of the ``\\r``-separated pieces of a line, the las
 that is not blank is kept, so a bar that redrew itself a thousand times is one line.
 A line still open at the end of the run is taken as it stands then.
 
-Levels: stdout and stderr lines are ``info``; lines that ``warnings`` prints are
-``warning``; the traceback of an uncaught exception is ``error``; ``logging`` records
-keep their own level. Records are taken when they are created (through the log record
-factory, so that ``logging.basicConfig`` and the last-resort handler work as before),
-and the text a ``logging.StreamHandler`` then prints is not taken a second time.
+Levels: ``logging`` records keep their own level; lines that ``warnings`` prints are
+``warning``; the traceback of an uncaught exception is ``error``; any other line gets the level
+its text states, else its stream's (``info`` on stdout, ``warning`` on stderr but for progress
+bars): the rule of ``jobpulse.sdk.levels``, which ``jobpulse run`` follows too. Records are taken
+when they are created (through the log record factory, so that ``logging.basicConfig`` and the
+last-resort handler work as before), and the text a ``logging.StreamHandler`` then prints is not
+taken a second time.
 
 Only text written through the Python stream objects is seen: output that C code or a child
 process writes straight to file descriptors 1 and 2, or bytes written to ``sys.stdout.buffer``,
@@ -26,6 +28,8 @@ import threading
 import warnings
 from collections.abc import Callable
 from typing import Any, TextIO
+
+from jobpulse.sdk.levels import STDERR, STDOUT, LineLevels
 
 MAX_LINE = 32_768
 _KEEP_PENDING = 4_096
@@ -94,18 +98,19 @@ class LineSplitter:
 
 
 class Tee:
-    """Stands in for sys.stdout or sys.stderr: writes through, and keeps a copy of each line."""
+    """Stands in for sys.stdout or sys.stderr (``name``): writes through, and keeps a copy of each line."""
 
-    def __init__(self, stream: TextIO, level: str, capture: Console) -> None:
+    def __init__(self, stream: TextIO, name: str, capture: Console) -> None:
         self._stream = stream
-        self._level = level
         self._capture = capture
         self._lock = threading.RLock()
         self._splitter = LineSplitter(self._emit)
-        self._line_level = level
+        self._levels = LineLevels(name)
+        self._forced: str | None = None  # the level of every line the write under way ends
 
     def _emit(self, line: str) -> None:
-        self._capture.sink(self._line_level, line)
+        level = self._levels(line)  # read even when forced: it follows the stream's tracebacks
+        self._capture.sink(self._forced or level, line)
 
     def write(self, text: str) -> int:
         written = self._stream.write(text)
@@ -116,11 +121,11 @@ class Tee:
             caller = sys._getframe(1).f_code
             if caller is _EMIT_CODE and capture.logging_taken:
                 return written  # a logging record, already taken with its level
-            level = capture.level_override or self._level
+            forced = capture.level_override
             if caller.co_name == "_showwarnmsg_impl" and caller.co_filename == _WARN_FILE:
-                level = "warning"
+                forced = "warning"
             with self._lock:
-                self._line_level = level
+                self._forced = forced
                 self._splitter.write(text)
         except Exception:  # never break the caller's print
             pass
@@ -172,8 +177,8 @@ class Console:
     def start(self, streams: bool = True, records: bool = True) -> None:
         self.active = True
         if streams:
-            self.stdout = Tee(sys.stdout, "info", self)
-            self.stderr = Tee(sys.stderr, "info", self)
+            self.stdout = Tee(sys.stdout, STDOUT, self)
+            self.stderr = Tee(sys.stderr, STDERR, self)
             sys.stdout = self.stdout  # type: ignore[assignment]
             sys.stderr = self.stderr  # type: ignore[assignment]
         if records:

@@ -27,6 +27,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from jobpulse.sdk.checks import check_job, check_project, check_worker
+
 LAUNCHERS: tuple[tuple[str, str, str, str], ...] = (
     ("torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE"),
     ("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"),
@@ -116,3 +118,21 @@ def sanitize_id(value: str, limit: int = 64) -> str:
     """Letters, digits and ``-`` only, at most ``limit`` characters."""
     cleaned = _ID_BAD.sub("-", value).strip("-") or "x"
     return cleaned[:limit]
+
+
+def run_names(
+    project: str | None, job: str | None, worker: str | None, placement: Placement
+) -> tuple[str, str, str, bool]:
+    """The project, job and worker of a run, given or from the environment, checked (``ValueError`` naming the
+    argument or variable that is wrong); and whether the job id is shared by the launch (see ``default_job``)."""
+    given = project is not None
+    project = check_project(project if given else default_project(), "project" if given else "JOBPULSE_PROJECT")
+    shared = True
+    if job:
+        job = check_job(job)
+    else:
+        job, shared = default_job()
+        check_job(job, "JOBPULSE_JOB")  # the launchers' ids are made valid; the variable is taken as it is
+    given = worker is not None
+    worker = worker if given else os.environ.get("JOBPULSE_WORKER") or placement.worker
+    return project, job, check_worker(worker, "worker" if given else "JOBPULSE_WORKER"), shared

@@ -1,9 +1,16 @@
 """A run: what one process of a training job reports.
 
 Report calls (``log``, ``scalar``, ``vector``, ``plot``, ``image``, ``text``) append one
-tuple to a deque and return; they never wait for the network and never raise (bad input
-is reported once per kind of problem on stderr and dropped). The sender thread does the
-rest (see ``jobpulse.sdk.sender``).
+tuple to a deque and return; they never wait for the network. A bad argument (a step that is
+not a whole number, ``log`` given something else than a mapping, an unknown log level) raises
+``ValueError`` at once; bad values (a metric that is not a number, an image that cannot be
+read) never raise: they are reported once per kind of problem on stderr and dropped. The
+sender thread does the rest (see ``jobpulse.sdk.sender``).
+
+Making a run checks its names (``ValueError`` naming the argument or variable) and registers the
+job with the server, waiting for the answer (``init_timeout``): a server that refuses it raises
+``RefusedError`` unless ``never_raise``; one that cannot be reached does not (the registration is
+spooled and sent later, as everything else).
 """
 
 from __future__ import annotations
@@ -26,8 +33,9 @@ from typing import Any
 import orjson
 
 from jobpulse.credentials import load_credentials
+from jobpulse.sdk import checks
 from jobpulse.sdk.console import Console
-from jobpulse.sdk.env import Placement, default_job, default_project, detect_placement
+from jobpulse.sdk.env import Placement, detect_placement, run_names
 from jobpulse.sdk.media import snapshot
 from jobpulse.sdk.problems import Problems
 from jobpulse.sdk.sender import Delivery, Sender, SenderConfig
@@ -37,7 +45,8 @@ from jobpulse.sdk.sync import leftover_message
 from jobpulse.sdk.transport import quote
 from jobpulse.sdk.wire import (
     IMAGE,
-    LEVELS,
+    ITER_MAX,
+    ITER_MIN,
     LINE,
     LOG_DICT,
     MARK,
@@ -97,21 +106,26 @@ class Run:
         backoff_cap: float = 30.0,
         max_queue: int = 2_000_000,
         send_arrow: bool = True,
+        never_raise: bool | None = None,
+        init_timeout: float | None = None,
     ) -> None:
         self.placement: Placement = detect_placement()
-        self.project = project or default_project()
-        if job:
-            self.job = job
-        else:
-            self.job, shared = default_job()
-            if not shared and self.placement.world_size > 1:
-                print(
-                    f"jobpulse: no job id given and none found in the environment; "
-                    f"rank {self.placement.rank} reports to its own job {self.job} "
-                    "(set JOBPULSE_JOB or pass job=)",
-                    file=sys.__stderr__,
-                )
-        self.worker = worker or os.environ.get("JOBPULSE_WORKER") or self.placement.worker
+        self.project, self.job, self.worker, shared = run_names(project, job, worker, self.placement)
+        if not shared and self.placement.world_size > 1:
+            print(
+                f"jobpulse: no job id given and none found in the environment; "
+                f"rank {self.placement.rank} reports to its own job {self.job} "
+                "(set JOBPULSE_JOB or pass job=)",
+                file=sys.__stderr__,
+            )
+        if name is not None and not isinstance(name, str):
+            raise ValueError(f"name must be a string, got {name!r}")
+        tags = checks.check_tags(tags)
+        self._config: dict[str, Any] = checks.check_config(config)
+        if never_raise is None:
+            never_raise = checks.check_flag(os.environ.get("JOBPULSE_NEVER_RAISE"), "JOBPULSE_NEVER_RAISE")
+        if init_timeout is None:
+            init_timeout = _env_float("JOBPULSE_INIT_TIMEOUT", 10.0)
         creds = load_credentials(url, api_key)
         self.url = creds.url
         self.flush_timeout = _env_float("JOBPULSE_FLUSH_TIMEOUT", 10.0) if flush_timeout is None else flush_timeout
@@ -136,18 +150,21 @@ class Run:
         # given another job or worker reports its own.
         wrapped = (os.environ.get("JOBPULSE_JOB"), os.environ.get("JOBPULSE_WORKER")) == (self.job, self.worker)
         self._worker_status = _env_flag("JOBPULSE_WORKER_STATUS") or not wrapped
-        self._console = Console(self._line)
-        if capture_console:
-            self._console.start()
-        self._problems = Problems(self._console.stderr_stream() if capture_console else None)
 
         job_path = f"/jp/v1/jobs/{quote(self.job)}"
         self._worker_path = f"{job_path}/workers/{quote(self.worker)}"
         self._job_path = job_path
-        self._config: dict[str, Any] = dict(config or {})
-        body = {"project": self.project, "job": self.job, "name": name or self.job, "tags": list(tags or [])}
+        body = {"project": self.project, "job": self.job, "name": name or self.job, "tags": tags}
         body["config"] = self._config
-        self._request("POST", "/jp/v1/jobs", {**body, "at": _time_ns() // 1_000_000}, "job")
+        registration = self._encoded("POST", "/jp/v1/jobs", {**body, "at": _time_ns() // 1_000_000}, "job")
+        registered = checks.register(registration, creds.url, creds.api_key, init_timeout, never_raise)
+
+        self._console = Console(self._line)
+        if capture_console:
+            self._console.start()
+        self._problems = Problems(self._console.stderr_stream() if capture_console else None)
+        if not registered:
+            self._q.append((REQUEST, registration))  # sent by the sender, kept in the spool while need be
         if self._worker_status:
             self._put_worker({"status": "running", "host": self.placement.host})
 
@@ -186,6 +203,10 @@ class Run:
 
     def log(self, values: Mapping[str, Any], step: int | None = None) -> None:
         """Report scalars ``{key: value}`` at iteration ``step`` (see the class docstring)."""
+        if step is not None and (type(step) is not int or not ITER_MIN <= step <= ITER_MAX):
+            step = checks.check_step(step)
+        if type(values) is not dict and not isinstance(values, Mapping):
+            raise ValueError(f"run.log takes a mapping of names to values, got {values!r}")
         try:
             if step is None:
                 step = self._next_step
@@ -211,7 +232,7 @@ class Run:
             self._problems("queue-full", f"the report queue is full ({self._max_queue} records); records are dropped")
 
     def _current_iter(self, it: int | None) -> int:
-        return max(self._next_step - 1, 0) if it is None else it
+        return max(self._next_step - 1, 0) if it is None else checks.check_step(it, "iter")
 
     def scalar(self, metric: str, variant: str, value: float, iter: int | None = None) -> None:
         """Report one scalar point ``(metric, variant, iter) = value``."""
@@ -266,10 +287,7 @@ class Run:
 
     def text(self, message: str, level: str = "info") -> None:
         """Add a line (or lines) of text to the job's log, as this worker."""
-        if level not in LEVELS:
-            self._problems("bad-level", f"log level {level!r} is not one of {', '.join(LEVELS)}; using info")
-            level = "info"
-        self._line(level, str(message))
+        self._line(checks.check_level(level), str(message))
 
     def _line(self, level: str, message: str) -> None:
         ts, seq = self._clock.next()
@@ -294,13 +312,12 @@ class Run:
 
     def finish(self, status: str = "completed", timeout: float | None = None) -> Delivery | None:
         """End the run: set the worker's status, deliver what is queued (bounded wait), report leftovers."""
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
         with self._finish_lock:
             if self._finished:
                 return self.delivery
             self._finished = True
-        if status not in STATUSES:
-            self._problems("bad-status", f"status {status!r} is not one of {', '.join(STATUSES)}; using failed")
-            status = "failed"
         self.status = status
         self._console.stop()
         if sys.excepthook == self._excepthook:
@@ -329,8 +346,12 @@ class Run:
         self._request("PUT", self._worker_path, {**body, "at": _time_ns() // 1_000_000}, "worker")
 
     def _request(self, method: str, path: str, body: dict, kind: str) -> None:
+        self._q.append((REQUEST, self._encoded(method, path, body, kind)))
+
+    @staticmethod
+    def _encoded(method: str, path: str, body: dict, kind: str) -> Request:
         data = orjson.dumps(body, default=str, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
-        self._q.append((REQUEST, Request(method, path, data, "application/json", "", 0, kind)))
+        return Request(method, path, data, "application/json", "", 0, kind)
 
     def _excepthook(self, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         if not issubclass(exc_type, KeyboardInterrupt):

@@ -40,7 +40,15 @@ def init(
     ``handle_sigterm`` (True: SIGTERM ends the run as "stopped"), ``backoff_cap`` (30 s: the
     longest pause between two tries while the server is unreachable), ``send_arrow`` (True:
     scalars travel as Arrow streams where pyarrow is installed, the cheapest form to encode and to
-    store; False, or no pyarrow: columnar JSON).
+    store; False, or no pyarrow: columnar JSON), ``init_timeout`` (``JOBPULSE_INIT_TIMEOUT`` or 10 s: the
+    longest wait for the server's answer to the job's registration), ``never_raise`` (False unless
+    ``JOBPULSE_NEVER_RAISE=1``).
+
+    Raises ``ValueError`` naming the argument or environment variable that is wrong (a project id with a
+    space, say), and ``jobpulse.RefusedError`` with the server's message when the server refuses to register
+    the run (a bad key, a key without write access to the project), unless ``never_raise``: then the refusal
+    is printed and the run goes on, its data kept in the spool for a key problem. A server that cannot be
+    reached is no error: the run spools and sends later.
 
     A run that is still active is finished first.
     """
