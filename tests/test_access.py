@@ -165,6 +165,28 @@ def test_keys_are_managed_by_admins_only(app, client, make_key):
     assert client.delete("/jp/v1/keys/000000000000").status_code == 404
 
 
+def test_a_project_admin_lists_only_keys_within_its_projects(app, client, make_key):
+    make_key(["other"], "write")
+    make_key(["proj", "other"], "read")
+    mine = make_key(["proj"], "read")
+    project_admin = as_key(app, make_key(["proj"], "admin"))
+    listed = project_admin.get("/jp/v1/keys").json()["keys"]
+    assert {tuple(k["projects"]) for k in listed} == {("proj",)}
+    assert mine.split("_")[1] in {k["key_id"] for k in listed}
+
+
+def test_a_project_admin_cannot_revoke_a_key_of_another_project_or_of_all(app, client, store, make_key):
+    project_admin = as_key(app, make_key(["proj"], "admin"))
+    server_admin = store.keys.create("server admin", ["*"], "admin")[0]
+    other = store.keys.create("other writer", ["other"], "write")[0]
+    for target in (server_admin, other):
+        refused = project_admin.delete(f"/jp/v1/keys/{target.key_id}")
+        assert refused.status_code == 404 and refused.json()["error"]["field"] == "key_id"
+        assert store.keys.get(target.key_id) is not None  # still valid
+    own = store.keys.create("proj reader", ["proj"], "read")[0]
+    assert project_admin.delete(f"/jp/v1/keys/{own.key_id}").status_code == 200
+
+
 def test_secrets_are_stored_hashed(store, make_key):
     token = make_key(["proj"], "read")
     stored = store.engine.query(f"SELECT secret_hash FROM {store.database}.api_keys").column(0).to_pylist()

@@ -55,6 +55,13 @@ class ApiKey:
     def can(self, role: str) -> bool:
         return ROLES.index(self.role) >= ROLES.index(role)
 
+    def manages(self, other: ApiKey) -> bool:
+        """Whether this key sees every project ``other`` sees: an admin lists and revokes only such keys, so an
+        admin of one project can neither see nor revoke a key of another project or of all projects."""
+        if ALL_PROJECTS in self.projects:
+            return True
+        return ALL_PROJECTS not in other.projects and all(p in self.projects for p in other.projects)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -174,6 +181,11 @@ class Keys:
 
     def list(self) -> list[ApiKey]:
         return [_key(row) for row in self._rows(None)]
+
+    def find(self, key_id: str) -> ApiKey | None:
+        """The key ``key_id``, revoked or not; None if it never existed."""
+        rows = self._rows([key_id])
+        return _key(rows[0]) if rows else None
 
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke ``key_id`` and end every UI session opened with it."""

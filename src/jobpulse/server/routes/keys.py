@@ -6,7 +6,7 @@ import orjson
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from ...errors import BadRequest
+from ...errors import BadRequest, NotFound
 from ...store import ApiKey
 from ..context import caller, context
 from ..key_pairs import key_pairs
@@ -15,11 +15,11 @@ from ..responses import JSON
 router = APIRouter(tags=["keys"])
 
 
-@router.get("/jp/v1/keys", summary="Every API key (never their secrets)")
+@router.get("/jp/v1/keys", summary="The API keys of the caller's projects (never their secrets)")
 def list_keys(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     ctx.access.check(key, "admin")
-    return JSON({"keys": [k.to_dict() for k in ctx.store.keys.list()]})
+    return JSON({"keys": [k.to_dict() for k in ctx.store.keys.list() if key.manages(k)]})
 
 
 @router.post(
@@ -63,6 +63,9 @@ async def create_key(request: Request, key: ApiKey = Depends(caller)) -> JSON:
 def revoke_key(request: Request, key_id: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     ctx.access.check(key, "admin")
+    target = ctx.store.keys.find(key_id)
+    if target is None or not key.manages(target):
+        raise NotFound(f"API key {key_id!r} does not exist", field="key_id")
     revoked = ctx.store.keys.revoke(key_id)
     ctx.access.forget(key_id)
     return JSON({"key": revoked.to_dict()})
