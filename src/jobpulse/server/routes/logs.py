@@ -13,8 +13,10 @@ from starlette.responses import StreamingResponse
 
 from ...errors import BadRequest
 from ...store import ApiKey, LogFilter
-from ..context import Context, caller, context, page_args, parse_time, split_list
+from ...store.logs import LEVELS
+from ..context import Context, caller, context, page_args, split_list
 from ..responses import JSON
+from .system import range_end
 
 router = APIRouter(tags=["logs"])
 _DOWNLOAD_PAGE = 20_000
@@ -30,12 +32,16 @@ def log_filter(
     """The filters every log route takes (a dependency): workers, levels, a search and a time range."""
     if q is not None and len(q) > 1000:
         raise BadRequest("'q' is longer than 1000 characters", field="q")
+    levels = tuple(s.lower() for s in split_list(level))
+    unknown = [name for name in levels if name not in LEVELS]
+    if unknown:  # checked here, before a streamed answer has started
+        raise BadRequest(f"'level' must be among {', '.join(LEVELS)}, got {unknown[0]!r}", field="level")
     return LogFilter(
         workers=tuple(split_list(worker)),
-        levels=tuple(s.lower() for s in split_list(level)),
+        levels=levels,
         search=q or "",
-        since_ms=parse_time(since, "since"),
-        until_ms=parse_time(until, "until"),
+        since_ms=range_end(since, "since"),
+        until_ms=range_end(until, "until"),
     )
 
 

@@ -19,6 +19,13 @@ from ..responses import JSON, arrow_stream, float_text, floats, wants_arrow
 router = APIRouter(tags=["scalars"])
 MAX_COMPARE = 100
 MAX_LATEST = 5000
+# beyond every stored iteration and epoch millisecond, and small enough for bucket arithmetic in 64 bits
+_BOUND = 2**53 - 1
+_JOBS_BODY = {
+    "type": "object",
+    "required": ["jobs"],
+    "properties": {"jobs": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_LATEST}},
+}
 
 
 def _axis(value: str) -> str:
@@ -27,13 +34,16 @@ def _axis(value: str) -> str:
     return value
 
 
-def _int(value: str | None, name: str) -> int | None:
+def _int(value: str | None, name: str, low: int = -_BOUND) -> int | None:
     if value is None or value == "":
         return None
     try:
-        return int(value)
+        number = int(value)
     except ValueError as exc:
         raise BadRequest(f"'{name}' must be an integer", field=name) from exc
+    if not low <= number <= _BOUND:
+        raise BadRequest(f"'{name}' must be between {low} and {_BOUND}", field=name)
+    return number
 
 
 def _chart_json(chart: dict[str, Any]) -> dict[str, Any]:
@@ -161,7 +171,11 @@ def latest_get(request: Request, jobs: str = "", key: ApiKey = Depends(caller)) 
     return _latest(context(request), key, split_list(jobs))
 
 
-@router.post("/jp/v1/scalars/latest", summary='The latest value of every metric of many jobs: {"jobs": [...]}')
+@router.post(
+    "/jp/v1/scalars/latest",
+    summary='The latest value of every metric of many jobs: {"jobs": [...]}',
+    openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": _JOBS_BODY}}}},
+)
 async def latest_post(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     try:
         body = orjson.loads(await request.body())
@@ -226,7 +240,7 @@ def events(
         variant=variant,
         iter_min=_int(iter_min, "iter_min"),
         iter_max=_int(iter_max, "iter_max"),
-        last_iters=_int(last, "last"),
+        last_iters=_int(last, "last", low=1),
         limit=size,
         after=after,
     )

@@ -19,6 +19,7 @@ router = APIRouter(tags=["system"])
 _NICE_STEPS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 SERIES_FIELDS = ("avg", "min", "max", "last", "count")
+LAST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: the latest time a range may name, and the longest step
 
 
 def parse_step(value: str | None, name: str = "step") -> int | None:
@@ -26,9 +27,11 @@ def parse_step(value: str | None, name: str = "step") -> int | None:
     if value is None or value == "":
         return None
     match = re.fullmatch(r"(\d+)(ms|s|m|h|d)?", value.strip())
-    if not match or int(match.group(1)) == 0:
-        raise BadRequest(f"'{name}' must be a positive duration like 10s, 5m or 1h, got {value!r}", field=name)
-    return int(match.group(1)) * _UNITS[match.group(2) or "s"]
+    step = int(match.group(1)) * _UNITS[match.group(2) or "s"] if match and len(match.group(1)) <= 20 else 0
+    if not 0 < step <= LAST_MS:
+        shown = value if len(value) <= 40 else f"{value[:40]}..."
+        raise BadRequest(f"'{name}' must be a positive duration like 10s, 5m or 1h, got {shown!r}", field=name)
+    return step
 
 
 def auto_step(span_ms: int, points: int = 600) -> int:
@@ -59,6 +62,18 @@ def system_catalog(request: Request, job: str, key: ApiKey = Depends(caller)) ->
     ctx.access.require(key, job)
     extent = ctx.store.system.extent(job)
     return JSON({"job": job, "series": ctx.store.system.catalog(job), "range": list(extent) if extent else None})
+
+
+def range_end(value: str | None, name: str) -> int | None:
+    """One end of a time range: epoch milliseconds or ISO 8601 (``parse_time``), from 1970 to the end of 9999."""
+    try:
+        moment = parse_time(value, name)
+    except ValueError:  # more digits than Python turns into an integer
+        moment = -1
+    if moment is not None and not 0 <= moment <= LAST_MS:
+        shown = value if len(value or "") <= 40 else f"{value[:40]}..."
+        raise BadRequest(f"'{name}' must lie between 1970 and the end of 9999, got {shown!r}", field=name)
+    return moment
 
 
 @dataclass(frozen=True)
@@ -92,8 +107,8 @@ class _SeriesAsked:
             metrics=metrics,
             workers=tuple(split_list(worker)) or None,
             devices=None if device is None else tuple(split_list(device)) if device else ("",),
-            start_ms=parse_time(start, "start"),
-            end_ms=parse_time(end, "end"),
+            start_ms=range_end(start, "start"),
+            end_ms=range_end(end, "end"),
             step_ms=parse_step(step),
             left_out=frozenset(_left_out(fields)),
         )
