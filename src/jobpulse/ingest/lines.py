@@ -23,7 +23,7 @@ import pyarrow.json as pa_json
 
 from .batch import Batch
 from .fields import FIELDS, column
-from .limits import MAX_DEPTH, Lines, nesting, scan_lines
+from .limits import MAX_DEPTH, Lines, depth, scan_lines
 from .rules import DETAILS, SPECIAL, Events, check_events
 
 # from this many lines on, Arrow's reader is quicker than orjson line by line
@@ -181,7 +181,7 @@ def _plot(plot: Any) -> str | None:
     if not isinstance(plot, str):
         return None
     encoded = plot.encode()
-    if nesting(encoded, np.array([0]), np.array([len(encoded)]))[0] > MAX_DEPTH:
+    if depth(encoded) > MAX_DEPTH:
         raise _Wrong("too_deep", f"'plot' is nested at most {MAX_DEPTH} arrays or objects deep")
     try:
         orjson.loads(encoded)

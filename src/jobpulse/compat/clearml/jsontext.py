@@ -13,19 +13,13 @@ string with a lone surrogate (``"\\ud800"``) is refused rather than failing late
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-import numpy as np
 import orjson
 
-MAX_DEPTH = 64
+from ...ingest.limits import MAX_DEPTH, depth
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
-_STEP = np.zeros(256, dtype=np.int8)
-_STEP[[ord("["), ord("{")]] = 1
-_STEP[[ord("]"), ord("}")]] = -1
+__all__ = ["MAX_DEPTH", "Refused", "TooDeep", "check_depth", "depth", "loads"]
 
 
 class Refused(ValueError):
@@ -43,21 +37,6 @@ class TooDeep(Refused):
         message = f"arrays and objects nest {found} levels deep; at most {MAX_DEPTH} are accepted"
         super().__init__(message, f"is nested deeper than {MAX_DEPTH} levels")
         self.found = found
-
-
-def depth(text: bytes | str) -> int:
-    """How deeply the arrays and objects of JSON ``text`` nest (brackets inside strings do not count).
-
-    Linear in the size of the text and without recursion, whatever the nesting; text that is not JSON gets a
-    number too, which is what its brackets outside strings would nest to."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if b"[" not in data and b"{" not in data:
-        return 0
-    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", data))
-    if not brackets:
-        return 0
-    levels = np.cumsum(_STEP[np.frombuffer(brackets, dtype=np.uint8)], dtype=np.int64)
-    return int(levels.max(initial=0))
 
 
 def check_depth(text: bytes | str) -> None:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import BadRequest
+from ...ingest.limits import MAX_DEPTH, depth
 from ...store import ApiKey, Job
 from ...store.jobs import STATUSES, check_at, check_job, check_project, check_worker
 from ..context import caller, context, page_args
@@ -24,6 +25,20 @@ _EDITABLE = {
     "config": dict,
     "instance_type": dict,
 }
+_WORKER_EDITABLE = {"status": str, "exit_code": int, "host": str}
+EXIT_CODES = (-(2**31), 2**31 - 1)  # a process's exit status, as the store keeps it (32 bits)
+
+
+def _json_body(allowed: dict[str, type], required: tuple[str, ...] = (), **more: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI description of a JSON object of ``allowed`` fields (and ``more``): the routes read their
+    bodies themselves, so that every mistake gets the native error shape."""
+    types = {str: "string", bool: "boolean", int: "integer", list: "array", dict: "object"}
+    properties = {name: {"type": types[kind]} for name, kind in allowed.items()}
+    properties["at"] = {"type": "integer", "minimum": 0, "description": "when the change happened (epoch ms)"}
+    schema = {"type": "object", "properties": {**properties, **more}, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
 def _changes(body: Any, allowed: dict[str, type]) -> dict[str, Any]:
@@ -43,6 +58,8 @@ def _changes(body: Any, allowed: dict[str, type]) -> dict[str, Any]:
             raise BadRequest("'tags' must be strings of 1-128 characters", field="tags")
         if isinstance(value, str) and len(value) > 10_000:
             raise BadRequest(f"'{name}' is longer than 10000 characters", field=name)
+        if name == "exit_code" and not EXIT_CODES[0] <= value <= EXIT_CODES[1]:
+            raise BadRequest(f"'exit_code' must be between {EXIT_CODES[0]} and {EXIT_CODES[1]}", field=name)
         out[name] = value
     return out
 
@@ -56,8 +73,11 @@ def _at(body: Any) -> int | None:
 async def _json(request: Request) -> Any:
     import orjson
 
+    raw = await request.body()
+    if depth(raw) > MAX_DEPTH:  # the job keeps its config, and writes it out again in every answer
+        raise BadRequest(f"body nests arrays and objects deeper than {MAX_DEPTH} levels", field="body")
     try:
-        return orjson.loads(await request.body())
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"body is not valid JSON: {exc}", field="body") from exc
 
@@ -101,6 +121,7 @@ def list_jobs(
     "/jp/v1/jobs",
     summary="Register a job (idempotent: an existing job of the same project is returned, with the config keys and "
     "tags given added)",
+    openapi_extra=_json_body(_EDITABLE, ("job",), job={"type": "string"}, project={"type": "string"}),
 )
 async def create_job(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
@@ -131,7 +152,11 @@ def get_job(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     return JSON({"job": found.to_dict(), "workers": [w.to_dict() for w in ctx.store.jobs.workers(job)]})
 
 
-@router.patch("/jp/v1/jobs/{job}", summary="Change a job's status, name, tags, error message or description")
+@router.patch(
+    "/jp/v1/jobs/{job}",
+    summary="Change a job's status, name, tags, error message or description",
+    openapi_extra=_json_body(_EDITABLE),
+)
 async def update_job(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     body = await _json(request)
@@ -160,13 +185,17 @@ def list_workers(request: Request, job: str, key: ApiKey = Depends(caller)) -> J
     return JSON({"workers": [w.to_dict() for w in ctx.store.jobs.workers(job)]})
 
 
-@router.put("/jp/v1/jobs/{job}/workers/{worker}", summary="Register a worker or change its status")
+@router.put(
+    "/jp/v1/jobs/{job}/workers/{worker}",
+    summary="Register a worker or change its status",
+    openapi_extra=_json_body(_WORKER_EDITABLE),
+)
 async def put_worker(request: Request, job: str, worker: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     check_worker(worker)
     body = await _json(request)
     at = _at(body)
-    changes = _changes(body, {"status": str, "exit_code": int, "host": str})
+    changes = _changes(body, _WORKER_EDITABLE)
     await run_in_threadpool(ctx.access.job, key, job, "write")
     found = await run_in_threadpool(ctx.store.jobs.set_worker, job, worker, changes, at)
     ctx.access.forget_job(job)
