@@ -16,6 +16,7 @@ from jobpulse.settings import Settings
 from jobpulse.store import Store
 from jobpulse.store.engine import EmbeddedEngine, Engine, HttpEngine
 from jobpulse.testing import ServerProcess, running_server
+from jobpulse.testing_clickhouse import running_standin
 
 CLICKHOUSE_URL = os.environ.get("JOBPULSE_TEST_CLICKHOUSE_URL", "")
 
@@ -33,15 +34,25 @@ def embedded_engine(engine_dir: Path) -> Iterator[EmbeddedEngine]:
     engine.close()
 
 
+@pytest.fixture(scope="session")
+def clickhouse_url(engine_dir: Path) -> Iterator[str]:
+    """The store URL of the HTTP transport: JOBPULSE_TEST_CLICKHOUSE_URL when set (a real ClickHouse server or
+    cluster), else one ClickHouse stand-in process for the whole test session (chdb behind ClickHouse's HTTP
+    interface)."""
+    if CLICKHOUSE_URL:
+        yield CLICKHOUSE_URL
+        return
+    with running_standin(engine_dir / "standin") as url:
+        yield url
+
+
 @pytest.fixture(scope="session", params=["embedded", "clickhouse"])
 def any_engine(request: pytest.FixtureRequest, embedded_engine: EmbeddedEngine) -> Iterator[Engine]:
-    """Every transport: the embedded engine always, a ClickHouse server when JOBPULSE_TEST_CLICKHOUSE_URL is set."""
+    """Every transport: the embedded engine, and HTTP (to the stand-in, or to JOBPULSE_TEST_CLICKHOUSE_URL)."""
     if request.param == "embedded":
         yield embedded_engine
         return
-    if not CLICKHOUSE_URL:
-        pytest.skip("no ClickHouse server: set JOBPULSE_TEST_CLICKHOUSE_URL=clickhouse://user:pass@host:8123/db")
-    engine = HttpEngine(CLICKHOUSE_URL)
+    engine = HttpEngine(request.getfixturevalue("clickhouse_url"))
     yield engine
     engine.close()
 

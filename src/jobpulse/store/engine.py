@@ -167,8 +167,10 @@ class HttpEngine:
             raise self.failures.failed("command", exc) from exc
 
     def insert(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> None:
+        """The rows go as an Arrow IPC file, which allows one dictionary per column: record batches that
+        dictionary-encode a column each their own way share one first."""
         try:
-            self._client.insert_arrow(table, data, settings=settings)
+            self._client.insert_arrow(table, data.unify_dictionaries(), settings=settings)
         except Exception as exc:
             raise self.failures.failed("insert", exc) from exc
 
