@@ -1,5 +1,5 @@
-"""The store's contract, run on every transport: the embedded engine always, and a ClickHouse
-server when JOBPULSE_TEST_CLICKHOUSE_URL names one."""
+"""The store's contract, run on every transport: the embedded engine, and the HTTP transport over a ClickHouse
+server when JOBPULSE_TEST_CLICKHOUSE_URL names one, else over the test stand-in (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ def insert_path(request: pytest.FixtureRequest, any_store: Store, monkeypatch: p
     table function: each path in turn, chosen by the row threshold."""
     if request.param == "python":
         if not isinstance(any_store.engine, EmbeddedEngine):
-            pytest.skip("a ClickHouse server has one insert path")
+            pytest.skip("the HTTP transport has one insert path (the Python() table function is the embedded engine's)")
         monkeypatch.setattr(any_store.engine, "stream_rows", 0)
     return any_store
 
