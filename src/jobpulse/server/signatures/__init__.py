@@ -87,3 +87,23 @@ def same(expected: str, given: str) -> None:
             Reason.MISMATCH,
             "the request's signature does not match the one the access key's secret makes; check the secret",
         )
+
+
+def authorization_fields(
+    authorization: str, algorithm: str, names: tuple[str, str, str], served: str
+) -> tuple[str, list[str], str]:
+    """The credential, signed headers and signature named ``names`` in an ``Authorization`` header of
+    ``algorithm`` (``ALGO Name=value, Name=value, ...``). Raises :class:`SignatureRefused` for another algorithm
+    (``served`` says which are) or when one of the three is missing or empty."""
+    given, _, rest = authorization.partition(" ")
+    if given != algorithm:
+        raise SignatureRefused(Reason.MALFORMED, f"the signature algorithm {given!r} is not served: sign with {served}")
+    fields = {}
+    for part in rest.split(","):
+        name, _, value = part.strip().partition("=")
+        fields[name] = value.strip()
+    credential, signed, signature = (fields.get(name, "") for name in names)
+    if not credential or not signed or not signature:
+        form = ", ".join(f"{name}=.." for name in names)
+        raise SignatureRefused(Reason.MALFORMED, f"the Authorization header must read '{algorithm} {form}'")
+    return credential, signed.split(";"), signature

@@ -34,7 +34,16 @@ from urllib.parse import quote
 
 from ...store import ApiKey
 from ..key_pairs import KeyPairs
-from . import WINDOW_MS, Reason, SignatureRefused, SignedRequest, check_nonce, check_window, same
+from . import (
+    WINDOW_MS,
+    Reason,
+    SignatureRefused,
+    SignedRequest,
+    authorization_fields,
+    check_nonce,
+    check_window,
+    same,
+)
 
 ACS3 = "ACS3-HMAC-SHA256"
 ROA = "acs"
@@ -57,22 +66,8 @@ def verify(request: SignedRequest, authorization: str, pairs: KeyPairs, now_ms: 
 
 
 def _acs3_fields(authorization: str) -> tuple[str, list[str], str]:
-    algorithm, _, rest = authorization.partition(" ")
-    if algorithm != ACS3:
-        raise SignatureRefused(
-            Reason.MALFORMED,
-            f"the signature algorithm {algorithm!r} is not served: sign with {ACS3} (the SDK's default) or 'v2'",
-        )
-    fields = {}
-    for part in rest.split(","):
-        name, _, value = part.strip().partition("=")
-        fields[name] = value.strip()
-    credential, signed, signature = (fields.get(n, "") for n in ("Credential", "SignedHeaders", "Signature"))
-    if not credential or not signed or not signature:
-        raise SignatureRefused(
-            Reason.MALFORMED, f"the Authorization header must read '{ACS3} Credential=..,SignedHeaders=..,Signature=..'"
-        )
-    return credential, signed.split(";"), signature
+    names = ("Credential", "SignedHeaders", "Signature")
+    return authorization_fields(authorization, ACS3, names, served=f"{ACS3} (the SDK's default) or 'v2'")
 
 
 def acs3_canonical_request(request: SignedRequest, signed: list[str], payload_hash: str) -> str:

@@ -22,7 +22,7 @@ from urllib.parse import quote, unquote
 
 from ...store import ApiKey
 from ..key_pairs import KeyPairs
-from . import Reason, SignatureRefused, SignedRequest, check_window, same
+from . import Reason, SignatureRefused, SignedRequest, authorization_fields, check_window, same
 
 ALGORITHM = "SDK-HMAC-SHA256"
 DATE_HEADER = "x-sdk-date"
@@ -36,19 +36,7 @@ def is_signature(authorization: str) -> bool:
 
 
 def _fields(authorization: str) -> tuple[str, list[str], str]:
-    algorithm, _, rest = authorization.partition(" ")
-    if algorithm != ALGORITHM:
-        raise SignatureRefused(Reason.MALFORMED, f"the signing algorithm {algorithm!r} is not served: use {ALGORITHM}")
-    fields = {}
-    for part in rest.split(","):
-        name, _, value = part.strip().partition("=")
-        fields[name] = value.strip()
-    access, signed, signature = (fields.get(n, "") for n in ("Access", "SignedHeaders", "Signature"))
-    if not access or not signed or not signature:
-        raise SignatureRefused(
-            Reason.MALFORMED, f"the Authorization header must read '{ALGORITHM} Access=.., SignedHeaders=.., ...'"
-        )
-    return access, signed.split(";"), signature
+    return authorization_fields(authorization, ALGORITHM, ("Access", "SignedHeaders", "Signature"), served=ALGORITHM)
 
 
 def canonical_request(request: SignedRequest, signed: list[str]) -> str:
