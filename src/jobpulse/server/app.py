@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -16,12 +17,13 @@ from ..ingest import Committer
 from ..settings import Settings
 from ..store import Store
 from ..version import __version__
+from . import docs_pages
 from .access import Access
 from .context import Context, FileStore
 from .headers import SecurityHeaders
 from .metrics import Readiness, RequestMetrics, server_metrics
 from .responses import error_response
-from .routes import files, health, ingest, jobs, keys, logs, scalars, session, system
+from .routes import files, health, ingest, jobs, keys, logs, scalars, sdk, session, system
 from .signing import Signer
 
 log = logging.getLogger("jobpulse.server")
@@ -39,7 +41,7 @@ def create_app(
         version=__version__,
         description="Telemetry for ML training jobs. Native API under /jp/v1; see docs/ for the "
         "ingest format and the compatible APIs.",
-        docs_url="/docs",
+        docs_url=None,  # /docs and /redoc: docs_pages, from local assets
         redoc_url=None,
         openapi_url="/openapi.json",
     )
@@ -61,11 +63,13 @@ def create_app(
     app.state.error_shapes = []
     # Chart and heat-map answers are large, repetitive JSON; event streams are left uncompressed.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=5)
-    app.add_middleware(SecurityHeaders, docs_paths=(app.docs_url, app.redoc_url))
+    app.add_middleware(SecurityHeaders, docs_paths=("/docs", "/redoc"))
     if metrics is not None:  # added after the layers above: it times and counts what they answer too
         app.add_middleware(RequestMetrics, metrics=metrics)
     for module in (ingest, jobs, scalars, logs, system, files, keys, session, health):
         app.include_router(module.router)
+    sdk.install(app, Path(settings.data_dir) / "sdk")
+    docs_pages.install(app)
     for extend in _default_extensions() + list(extensions or []):
         extend(app)
     _install_error_handlers(app)

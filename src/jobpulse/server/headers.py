@@ -2,9 +2,10 @@
 
 Every response gets ``X-Content-Type-Options: nosniff`` and a ``Referrer-Policy``; an HTML page gets a
 Content-Security-Policy that runs scripts from this server only (no inline script; styles may be inline,
-as Plotly.js sets them on its SVG) and may not be framed. The API documentation at ``/docs`` loads Swagger UI
-from its CDN and starts it with an inline script, so its policy allows exactly that. Answers that are not
-pages get ``default-src 'none'``: a browser that opens one renders nothing active.
+as Plotly.js sets them on its SVG) and may not be framed. The API documentation (``/docs``, ``/redoc``) runs
+Swagger UI and ReDoc from this server's own files (``docs_pages.py``): scripts from 'self' only, inline styles
+(both set them), and workers from blobs (ReDoc's search). Answers that are not pages get ``default-src 'none'``:
+a browser that opens one renders nothing active.
 
 Files that users uploaded are served by :func:`user_file`: inline only when their first bytes are those of a
 PNG, JPEG, GIF or WebP image (and then as that type, whatever their name says), else as a download
@@ -31,10 +32,8 @@ PAGE_POLICY = (
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 DOCS_POLICY = (
-    "default-src 'none'; script-src 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "style-src 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "img-src 'self' data: https://fastapi.tiangolo.com https://validator.swagger.io; "
-    "font-src data: https://cdn.jsdelivr.net; connect-src 'self'; base-uri 'none'; form-action 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
 OTHER_POLICY = "default-src 'none'; frame-ancestors 'none'"
