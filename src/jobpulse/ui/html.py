@@ -30,7 +30,7 @@ def _head(title: str, static: str, extra: str = "") -> str:
     )
 
 
-def _topbar(active: str, signed_in: bool) -> str:
+def _topbar(active: str, signed_in: bool, admin: bool = False) -> str:
     def link(href: str, label: str, name: str) -> str:
         current = ' aria-current="page"' if name == active else ""
         return f'<a href="{href}"{current}>{label}</a>'
@@ -45,6 +45,8 @@ def _topbar(active: str, signed_in: bool) -> str:
             '<button class="btn btn-quiet" type="submit">Sign out</button></form>'
         )
     nav = link("/", "Jobs", "jobs") + link("/compare", "Compare", "compare") if signed_in else ""
+    if signed_in and admin:
+        nav += link("/keys", "Keys", "keys")
     return (
         f'<header class="topbar"><div class="topbar-inner">{_LOGO}<nav class="mainnav">{nav}</nav>'
         f'<div class="topbar-right">{right}</div></div></header>'
@@ -71,11 +73,13 @@ def shell(
     prefetch: Sequence[str] = (),
     charts_of: str | None = None,
     by_hash: dict[str, list[str]] | None = None,
+    admin: bool = False,
 ) -> str:
     """A page whose content the ``page`` module draws from the API.
 
     ``prefetch`` names API paths to request at once; ``charts_of`` (a job's ``/scalars`` path, which must
-    be among them) also requests the first charts of that job; ``by_hash`` adds paths for a URL fragment.
+    be among them) also requests the first charts of that job; ``by_hash`` adds paths for a URL fragment;
+    ``admin`` adds the keys page to the header.
     """
     extra = "".join(f'<link rel="modulepreload" href="{static}/{name}">' for name in [f"{page}.js", *modules])
     if plotly and charts_of:
@@ -85,10 +89,10 @@ def shell(
     if prefetch:
         plan = {"paths": list(prefetch), "byHash": by_hash or {}, "catalog": charts_of, "buckets": CHART_BUCKETS}
         extra += _json_script("prefetch", {**plan, "plotly": plotly if charts_of else None})
-    active = "compare" if page == "compare" else "jobs"
+    active = page if page in ("compare", "keys") else "jobs"
     boot = {**boot, "page": page, "plotly": plotly, "buckets": CHART_BUCKETS}
     return (
-        f'{_head(title, static, extra)}<body data-page="{page}">{_topbar(active, True)}'
+        f'{_head(title, static, extra)}<body data-page="{page}">{_topbar(active, True, admin)}'
         f'<main id="app" class="page page-{page}" aria-busy="true"></main>{_json_script("boot", boot)}'
         f'<script type="module" src="{static}/{page}.js"></script></body></html>'
     )

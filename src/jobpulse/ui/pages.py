@@ -9,7 +9,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from starlette.responses import HTMLResponse, Response
 
-from ..errors import Unauthorized
+from ..errors import Forbidden, Unauthorized
 from ..server.context import context
 from ..store import ApiKey
 from ..store.jobs import check_job
@@ -17,7 +17,7 @@ from . import assets, html
 
 router = APIRouter(include_in_schema=False)
 
-_PAGE = re.compile(r"^/(?:$|jobs(?:/|$)|compare/?$|ui/|login$)")
+_PAGE = re.compile(r"^/(?:$|jobs(?:/|$)|compare/?$|keys/?$|ui/|login$)")
 _NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -67,6 +67,7 @@ def _page(
     prefetch: Sequence[str] = (),
     charts_of: str | None = None,
     by_hash: dict[str, list[str]] | None = None,
+    key: ApiKey | None = None,
 ) -> HTMLResponse:
     body = html.shell(
         title=title,
@@ -78,16 +79,18 @@ def _page(
         prefetch=prefetch,
         charts_of=charts_of,
         by_hash=by_hash,
+        admin=key is not None and key.can("admin"),
     )
     return HTMLResponse(body, headers=_NO_STORE)
 
 
 @router.get("/")
 def jobs_page(request: Request) -> Response:
-    if _key(request) is None:
+    key = _key(request)
+    if key is None:
         return _login(request)
     first = ["/jp/v1/jobs?limit=50", "/jp/v1/projects"] if not request.url.query else []
-    return _page("Jobs", "jobs", {}, charts=False, prefetch=first)
+    return _page("Jobs", "jobs", {}, charts=False, prefetch=first, key=key)
 
 
 def _job_or_raise(request: Request, key: ApiKey, job: str) -> dict:
@@ -110,6 +113,7 @@ def job_page(request: Request, job: str) -> Response:
         prefetch=[api, f"{api}/scalars"],
         charts_of=f"{api}/scalars",
         by_hash={"#system": [f"{api}/system"]},
+        key=key,
     )
 
 
@@ -121,14 +125,27 @@ def logs_page(request: Request, job: str) -> Response:
     boot = _job_or_raise(request, key, job)
     api = f"/jp/v1/jobs/{quote(job, safe='')}"
     first = [api, f"{api}/logs/workers"] + ([] if request.url.query else [f"{api}/logs?start=tail&limit=500"])
-    return _page(f"Logs of {boot['name'] or job}", "logs", boot, charts=False, prefetch=first)
+    return _page(f"Logs of {boot['name'] or job}", "logs", boot, charts=False, prefetch=first, key=key)
 
 
 @router.get("/compare")
 def compare_page(request: Request, jobs: str = "") -> Response:
-    if _key(request) is None:
+    key = _key(request)
+    if key is None:
         return _login(request)
-    return _page("Compare", "compare", {"jobs": [j for j in jobs.split(",") if j]})
+    return _page("Compare", "compare", {"jobs": [j for j in jobs.split(",") if j]}, key=key)
+
+
+@router.get("/keys")
+def keys_page(request: Request) -> Response:
+    """API keys and access key pairs of the signed-in admin's projects: list, create, revoke."""
+    key = _key(request)
+    if key is None:
+        return _login(request)
+    if not key.can("admin"):
+        raise Forbidden("the keys page is for admins only: sign in with a key of the admin role", field="role")
+    boot = {"projects": key.projects, "self": key.key_id}
+    return _page("API keys", "keys", boot, charts=False, prefetch=["/jp/v1/keys"], key=key)
 
 
 @router.get("/jobs")
