@@ -70,9 +70,9 @@ SETTINGS: tuple[Setting, ...] = (
         "longest ago go first; 0 keeps none",
         int,
     ),
-    Setting("max_body_bytes", 64 << 20, "largest ingest body accepted, after decompression, in bytes", int),
-    Setting("max_events", 1_000_000, "most events in one ingest batch", int),
-    Setting("max_file_bytes", 256 << 20, "largest uploaded file (debug image, artifact) in bytes", int),
+    Setting("max_body_bytes", 64 << 20, "largest ingest body accepted, after decompression, in bytes", int, minimum=1),
+    Setting("max_events", 1_000_000, "most events in one ingest batch", int, minimum=1),
+    Setting("max_file_bytes", 256 << 20, "largest uploaded file (debug image, artifact) in bytes", int, minimum=1),
     Setting(
         "key_cache_seconds",
         5,

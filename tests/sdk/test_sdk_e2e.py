@@ -224,9 +224,11 @@ def test_a_server_that_refuses_large_batches_gets_them_in_parts(tmp_path, capfd)
     from jobpulse.testing import running_server
 
     steps, keys = 20_000, ["x", "y", "z"]
-    with running_server(tmp_path / "srv", env={"JOBPULSE_MAX_EVENTS": "25000"}) as srv:
-        run = Run(project="e2e", job="e2e-split", **s.run_options(srv, tmp_path, flush_timeout=120))
-        for step in range(steps):  # 60,000 points queued at once: batches larger than the server takes
+    with running_server(tmp_path / "srv", env={"JOBPULSE_MAX_EVENTS": "10000"}) as srv:
+        # no timed flush: the sender wakes when 5,000 records (15,000 points) wait, more than the server takes
+        options = s.run_options(srv, tmp_path, flush_timeout=120, flush_interval=600)
+        run = Run(project="e2e", job="e2e-split", **options)
+        for step in range(steps):  # 60,000 points queued: batches larger than the server takes
             run.log({k: step * 0.5 for k in keys}, step=step)
         delivery = run.finish()
         assert delivery.dropped_events == 0 and delivery.spooled_events == 0

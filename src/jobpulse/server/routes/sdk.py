@@ -153,7 +153,13 @@ async def sdk_index(request: Request) -> JSON:
     )
 
 
-@router.get("/wheel", summary="Redirects to the SDK's wheel of this server's version", status_code=307)
+@router.get(
+    "/wheel",
+    summary="Redirects to the SDK's wheel of this server's version",
+    status_code=307,
+    response_class=RedirectResponse,
+    responses={307: {"description": "the wheel's versioned URL, in Location"}},
+)
 async def sdk_latest(request: Request) -> RedirectResponse:
     return RedirectResponse(request.url_for("sdk_file", filename=_wheel(request).name), status_code=307)
 
