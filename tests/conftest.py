@@ -19,6 +19,8 @@ from jobpulse.testing import ServerProcess, running_server
 from jobpulse.testing_clickhouse import running_standin
 
 CLICKHOUSE_URL = os.environ.get("JOBPULSE_TEST_CLICKHOUSE_URL", "")
+# the cluster of that server, if the schema is to be laid out on it (docs/deploy.md)
+CLICKHOUSE_CLUSTER = os.environ.get("JOBPULSE_TEST_CLICKHOUSE_CLUSTER", "")
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +54,7 @@ def any_engine(request: pytest.FixtureRequest, embedded_engine: EmbeddedEngine) 
     if request.param == "embedded":
         yield embedded_engine
         return
-    engine = HttpEngine(request.getfixturevalue("clickhouse_url"))
+    engine = HttpEngine(request.getfixturevalue("clickhouse_url"), cluster=CLICKHOUSE_CLUSTER)
     yield engine
     engine.close()
 
@@ -68,7 +70,8 @@ def any_store(any_engine: Engine) -> Iterator[Store]:
     """A Store on each transport, in a database of its own."""
     database = fresh_database()
     yield Store(any_engine, database)
-    any_engine.command(f"DROP DATABASE IF EXISTS {database}")
+    cluster = getattr(any_engine, "cluster", "")
+    any_engine.command(f"DROP DATABASE IF EXISTS {database}" + (f" ON CLUSTER {cluster} SYNC" if cluster else ""))
 
 
 @pytest.fixture

@@ -112,6 +112,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         raw_ttl_days=settings.raw_ttl_days,
         recent_system_cells=settings.recent_system_cells,
         recent_chart_blocks=settings.recent_chart_blocks,
+        cluster=settings.cluster,
     )
     if store.previous_version and store.previous_version < store.schema_version:
         print(

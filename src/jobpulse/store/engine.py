@@ -19,6 +19,17 @@ from ..errors import BadRequest, StoreUnavailable
 # An insert of system samples feeds two materialized views (the per-minute and per-hour rollups): built
 # side by side, 288,000 samples took 132-146 ms in-process instead of 162-182 ms.
 SESSION_SETTINGS = {"prefer_column_name_to_alias": 1, "parallel_view_processing": 1}
+# On a cluster (docs/deploy.md): an insert into a Distributed table is acknowledged once every shard stored its rows,
+# not when they are queued on the node that took them; ``IN (SELECT ... FROM <distributed>)`` reads each shard's own
+# rows, which holds because every sharded table is sharded alike, by job.
+# A delete runs on each node's local tables (cluster_schema.delete_on_cluster); one whose condition reads another
+# table (the log lines whose fields go) reads that table's rows of the same shard, which the engine counts as not
+# deterministic on a replicated table.
+CLUSTER_SETTINGS = {
+    "distributed_foreground_insert": 1,
+    "distributed_product_mode": "local",
+    "allow_nondeterministic_mutations": 1,
+}
 
 
 class Failures:
@@ -63,12 +74,19 @@ class EmbeddedEngine:
     """ClickHouse inside this process through chdb; one data directory per process."""
 
     name = "embedded"
+    cluster = ""  # never part of a cluster
     stream_rows = 100_000
     _lock = threading.Lock()
     _open_paths: set[str] = set()
 
     def __init__(self, path: str) -> None:
-        from chdb import session  # imported here: ~0.5 s and a few hundred MB, server only
+        try:
+            from chdb import session  # imported here: ~0.5 s and a few hundred MB, server only
+        except ImportError as exc:
+            raise StoreUnavailable(
+                "the embedded store needs chdb, which this install lacks (pip install 'jobpulse[server]'); "
+                "or run with --store clickhouse://user:password@host:8123/database"
+            ) from exc
 
         with EmbeddedEngine._lock:
             if EmbeddedEngine._open_paths and path not in EmbeddedEngine._open_paths:
@@ -131,11 +149,12 @@ class EmbeddedEngine:
 
 
 class HttpEngine:
-    """A ClickHouse server or cluster over HTTP through clickhouse-connect."""
+    """A ClickHouse server or cluster over HTTP through clickhouse-connect; ``cluster``: the name of the ClickHouse
+    cluster the server belongs to, when the schema is laid out on it (cluster_schema.py)."""
 
     name = "clickhouse"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, cluster: str = "") -> None:
         import clickhouse_connect
 
         parts = urlparse(url)
@@ -150,8 +169,10 @@ class HttpEngine:
             password=unquote(parts.password or ""),
             secure=secure,
             autogenerate_session_id=False,
-            settings=SESSION_SETTINGS,
+            settings={**SESSION_SETTINGS, **(CLUSTER_SETTINGS if cluster else {})},
         )
+        self.cluster = cluster
+        self.sharded: frozenset[str] = frozenset()  # on a cluster, the tables whose rows are sharded (Store sets it)
         self.failures = Failures()
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
@@ -161,6 +182,10 @@ class HttpEngine:
             raise self.failures.failed("query", exc) from exc
 
     def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        if self.cluster and sql.lstrip()[:6].upper() == "DELETE":
+            from .cluster_schema import delete_on_cluster
+
+            sql = delete_on_cluster(sql, self.cluster, self.sharded)
         try:
             self._client.command(sql, parameters=params or None)
         except Exception as exc:
