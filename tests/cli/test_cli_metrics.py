@@ -93,3 +93,72 @@ def test_export_parquet_without_pyarrow_says_what_to_install(jobpulse, demo, tmp
     assert result.code == 2
     assert "--format parquet needs pyarrow" in result.err and "pip install pyarrow" in result.err
     assert not list(tmp_path.iterdir())
+
+
+SDK_JOB, OLD_JOB = "cli-names", "cli-names-old"
+NAMES_PROJECT = "cli-names"  # a project of their own: the demo's project holds the demo job alone
+
+
+def _run(server, job: str, spool):  # noqa: ANN001, ANN202 - jobpulse.testing.ServerProcess, Run
+    from jobpulse.sdk.run import Run
+
+    return Run(
+        project=NAMES_PROJECT,
+        job=job,
+        url=server.url,
+        api_key=server.api_key,
+        capture_console=False,
+        handle_sigterm=False,
+        spool_dir=spool,
+        replay_spool=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def logged(server, tmp_path_factory) -> str:  # noqa: ANN001
+    """A job that logged W&B-style keys through the SDK, and one stored as the previous SDK split "train/loss"."""
+    spool = tmp_path_factory.mktemp("cli-names")
+    run = _run(server, SDK_JOB, spool / "new")
+    for step in range(10):
+        run.log({"train/loss": 1 / (step + 1), "train/lr": 0.1, "val/acc": step / 10, "loss": 2.0}, step=step)
+    assert run.finish().dropped_events == 0
+    old = _run(server, OLD_JOB, spool / "old")
+    for step in range(10):
+        old.scalar("train", "loss", 1 / (step + 1), iter=step)
+    assert old.finish().dropped_events == 0
+    return SDK_JOB
+
+
+def _csv_series(jobpulse, *args: str) -> set[tuple[str, str]]:  # noqa: ANN001
+    return {(r["metric"], r["variant"]) for r in csv.DictReader(io.StringIO(jobpulse("metrics", *args, "--csv").out))}
+
+
+def test_metrics_lists_keys_as_the_sdk_logged_them(jobpulse, logged):
+    rows = jobpulse("metrics", logged).out.splitlines()[1:]
+    assert sorted(r.split()[0] for r in rows) == ["loss", "train/loss", "train/lr", "val/acc"]
+
+
+def test_metrics_of_a_key_as_logged_prints_its_series(jobpulse, logged):
+    rows = list(csv.DictReader(io.StringIO(jobpulse("metrics", logged, "train/loss", "--csv").out)))
+    assert {(r["metric"], r["variant"]) for r in rows} == {("train/loss", "train/loss")}
+    assert [int(r["iter"]) for r in rows] == list(range(10))
+
+
+def test_metrics_of_a_section_prints_every_metric_under_its_prefix(jobpulse, logged):
+    expected = {("train/loss", "train/loss"), ("train/lr", "train/lr")}
+    assert _csv_series(jobpulse, logged, "train") == _csv_series(jobpulse, logged, "train/") == expected
+
+
+def test_metrics_of_a_key_split_by_the_previous_sdk_reads_its_old_series(jobpulse, logged):
+    assert _csv_series(jobpulse, OLD_JOB, "train/loss") == {("train", "loss")}
+    assert _csv_series(jobpulse, OLD_JOB, "train") == {("train", "loss")}
+
+
+def test_metrics_of_a_series_as_the_web_ui_names_it(jobpulse, demo):
+    assert _csv_series(jobpulse, demo, "loss · train") == {("loss", "train")}
+
+
+def test_a_key_that_names_nothing_fails_listing_the_keys_as_logged(jobpulse, logged):
+    result = jobpulse("metrics", logged, "val/loss")
+    assert result.code == 1
+    assert f"job '{logged}' has no metric 'val/loss'; it has loss, train/loss, train/lr, val/acc" in result.err

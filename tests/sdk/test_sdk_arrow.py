@@ -50,8 +50,9 @@ def test_scalars_travel_as_one_arrow_stream_named_by_its_query():
         "project": "vision", "job": "run 1", "worker": "worker-0", "kind": "scalar"
     }  # fmt: skip
     got = [(r["metric"], r["variant"], r["iter"], r["ts"], r["value"]) for r in rows(arrow)]
-    assert got[:4] == [("train", "loss", i, 1_700_000_000_000 + i, v) for i, v in enumerate([1.0, 0.5, 1 / 3])] + [
-        ("train", "loss", 3, 1_700_000_000_003, got[3][4])
+    loss = ("train/loss", "train/loss")
+    assert got[:4] == [(*loss, i, 1_700_000_000_000 + i, v) for i, v in enumerate([1.0, 0.5, 1 / 3])] + [
+        (*loss, 3, 1_700_000_000_003, got[3][4])
     ]
     assert math.isnan(got[3][4])
     assert got[4:8] == [("lr", "lr", i, 1_700_000_000_000 + i, v) for i, v in enumerate([0.1, 0.1, 0.1, -math.inf])]
@@ -138,7 +139,7 @@ def test_both_forms_store_the_same_points(server, tmp_path):
         assert delivery.sent_events == 4001 and delivery.dropped_events == 0
         stored[send_arrow] = [
             {field: found[field] for field in ("metric", "variant", "iter", "value")}
-            for metric, variant in (("train", "loss"), ("lr", "lr"), ("eval", "acc"))
+            for metric, variant in (("train/loss", "train/loss"), ("lr", "lr"), ("eval", "acc"))
             for found in [s.all_points(server, job, metric, variant)]
         ]
     assert stored[True] == stored[False]

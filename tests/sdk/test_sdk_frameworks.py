@@ -54,7 +54,7 @@ def test_lightning_logger_reports_metrics_and_hyperparameters(server, tmp_path):
     )
     trainer.fit(Tiny(), data)
     assert logger.experiment.status == "completed"
-    points = s.all_points(server, "lightning-tiny", "train", "loss")
+    points = s.all_points(server, "lightning-tiny", "train/loss", "train/loss")
     assert points["iter"] == list(range(16))
     job = s.api_get(server, "/jp/v1/jobs/lightning-tiny")
     assert job["job"]["config"]["lr"] == 0.05
@@ -108,8 +108,8 @@ def test_transformers_callback_reports_trainer_logs(server, tmp_path):
     )
     trainer.train()
     assert callback.run.status == "completed"
-    loss = s.all_points(server, "hf-tiny", "train", "loss")
+    loss = s.all_points(server, "hf-tiny", "train/loss", "train/loss")
     assert loss["iter"] == list(range(1, 13))
-    assert s.all_points(server, "hf-tiny", "eval", "loss")["iter"] == [4, 8, 12]
+    assert s.all_points(server, "hf-tiny", "eval/loss", "eval/loss")["iter"] == [4, 8, 12]
     job = s.api_get(server, "/jp/v1/jobs/hf-tiny")["job"]
     assert job["config"]["args/per_device_train_batch_size"] == 8

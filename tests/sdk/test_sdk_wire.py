@@ -8,7 +8,7 @@ import orjson
 import pytest
 import zstandard
 
-from jobpulse.sdk.wire import ITER_MAX, Batch, Request, check_iter, plot_json, split_key, split_request, wire_number
+from jobpulse.sdk.wire import ITER_MAX, Batch, Request, check_iter, key_series, plot_json, split_request, wire_number
 
 
 class Recorder:
@@ -28,12 +28,12 @@ def decode(request):
     return [orjson.loads(line) for line in body.splitlines()]
 
 
-def test_split_key_at_the_last_slash():
-    assert split_key("loss") == ("loss", "loss")
-    assert split_key("train/loss") == ("train", "loss")
-    assert split_key("eval/glue/acc") == ("eval/glue", "acc")
-    assert split_key("/x") == ("/x", "/x")
-    assert split_key("x/") == ("x/", "x/")
+def test_a_key_is_its_series_as_written():
+    assert key_series("loss") == ("loss", "loss")
+    assert key_series("train/loss") == ("train/loss", "train/loss")
+    assert key_series("eval/glue/acc") == ("eval/glue/acc", "eval/glue/acc")
+    assert key_series("/x") == ("/x", "/x")
+    assert key_series("x/") == ("x/", "x/")
 
 
 def test_non_finite_values_become_their_wire_strings():
@@ -71,8 +71,8 @@ def test_log_dicts_become_one_columnar_series_per_metric_and_variant():
     doc = decode(request)
     assert (doc["project"], doc["job"], doc["worker"]) == ("p", "j", "worker-1")
     series = {(s["metric"], s["variant"]): s for s in doc["series"]}
-    assert set(series) == {("train", "loss"), ("lr", "lr")}
-    loss = series[("train", "loss")]
+    assert set(series) == {("train/loss", "train/loss"), ("lr", "lr")}
+    loss = series[("train/loss", "train/loss")]
     assert loss["kind"] == "scalar"
     assert loss["iter"] == [0, 1, 2, 3]
     assert loss["ts"] == [1_700_000_000_000, 1_700_000_000_001, 1_700_000_000_002, 1_700_000_000_003]
@@ -148,7 +148,7 @@ def test_log_dicts_with_changing_keys_and_scalars_keep_the_order_of_every_series
     assert series == {
         ("loss", "loss"): ([0, 1, 2, 2, 3, 4], [1.0, 2.0, 3.0, 3.5, 4.0, 5.0]),
         ("lr", "lr"): ([0, 1, 3, 4], [0.1, 0.2, "Infinity", 0.5]),
-        ("eval", "acc"): ([2], [0.5]),
+        ("eval/acc", "eval/acc"): ([2], [0.5]),
     }
     assert request.events == 11
     assert [kind for kind, _ in problems.calls] == ["bad-key"]
@@ -203,14 +203,14 @@ def test_a_batch_is_fresh_while_every_point_is_above_its_series_frontier():
     unknown = Batch("p", "j", "w", Recorder())  # no frontier known: nothing is fresh
     unknown.add_dict(ts, 10, {"loss": 1.0})
     assert not unknown.fresh
-    frontier = {("loss", "loss"): 9, ("train", "acc"): 20}
+    frontier = {("loss", "loss"): 9, ("train/acc", "train/acc"): 20}
     batch = Batch("p", "j", "w", Recorder(), frontier)
     batch.add_dict(ts, 10, {"loss": 1.0, "lr": 0.1})  # lr: nothing stored
     batch.add_dict(ts, 5, {"lr": 0.1})
-    batch.add_scalar(ts, "train", "acc", 21, 0.5)
+    batch.add_scalar(ts, "train/acc", "train/acc", 21, 0.5)
     assert batch.fresh
     batch.add_dict(ts, 20, {"train/acc": 0.5})  # iteration 20 of train/acc is stored
     assert not batch.fresh
     batch.requests(None)
     batch.advance(frontier)
-    assert frontier == {("loss", "loss"): 10, ("train", "acc"): 21, ("lr", "lr"): 10}
+    assert frontier == {("loss", "loss"): 10, ("train/acc", "train/acc"): 21, ("lr", "lr"): 10}

@@ -21,9 +21,9 @@ def test_the_jobs_list_shows_the_demo_job_with_its_latest_loss(page: Any, ui_ser
     status, body = call(ui_server, "POST", "/jp/v1/scalars/latest", {"jobs": [DEMO]})
     loss = next(r for r in body["jobs"][DEMO] if (r["metric"], r["variant"]) == ("loss", "train"))
     headers = page.locator("table.jobs-table thead th").all_inner_texts()
-    assert "loss/train" in headers
+    assert "loss · train" in headers  # a ClearML-shaped title and series: metric · variant
     cells = row.locator("td").all_inner_texts()
-    assert cells[headers.index("loss/train")] == f"{loss['value']:.4g}"
+    assert cells[headers.index("loss · train")] == f"{loss['value']:.4g}"
     page.wait_for_function(f"() => document.querySelector('tr[data-job=\"{DEMO}\"] .workers-cell').textContent === '4'")
     screenshot(page, "jobs.png")
 

@@ -4,6 +4,11 @@ Points travel a page at a time through the API's cursors and are written as they
 is read in constant memory. Every form of points has the same fields: ``metric``, ``variant``, ``iter``,
 ``ts`` (epoch milliseconds) and ``value`` (NaN and infinities kept: ``nan``/``inf`` in CSV, ``"NaN"``/
 ``"Infinity"`` in JSON as the API writes them, floats in Parquet).
+
+A series is named by its key (docs/names.md): the key as the SDK logged it (``train/loss``, stored as metric and
+variant both), else ``metric/variant`` (a ClearML title and series, ``loss/train``, or a key the SDK split before
+it kept keys whole). KEY arguments also take the web UI's name of a series (``loss · train``), a metric's name
+for all its series, and a section: the prefix before a key's first ``/`` (``train``) for every metric under it.
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "metrics",
         help="list a job's metrics with their latest values, or print one series",
         description="Without KEY, list the job's metrics with their latest value, step, min, max and point count. "
-        "With KEY (as listed, e.g. train/loss, or a metric's name for all its series), print that series at full "
+        "With KEY (as listed: the key as logged, e.g. train/loss, or metric/variant; a metric's name for all its "
+        "series; or a section, e.g. train, for every metric under that prefix), print those series at full "
         "resolution.",
     )
     p.add_argument("job", metavar="JOB", help="the job's id")
-    p.add_argument("key", nargs="?", metavar="KEY", help="the metric to print, as the list names it")
+    p.add_argument("key", nargs="?", metavar="KEY", help="the series to print, as the list names it")
     p.add_argument("--csv", action="store_true", help="print CSV (with a header line) instead of a table")
     read_options(p)
     p.set_defaults(func=cmd_metrics)
@@ -49,26 +55,36 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.set_defaults(func=cmd_export)
 
 
+UI_SEPARATOR = " · "  # the web UI's "metric · variant" (ui/static/names.js)
+
+
 def series_of(client: Client, job: str, key: str | None) -> list[tuple[str, str | None]]:
-    """The (metric, variant) pairs to read: every metric of the job (all its variants), or those ``key`` names
-    (``metric/variant`` as listed, or a metric's name for all its variants). LookupError naming the job's keys
-    when ``key`` names none."""
+    """The (metric, variant) pairs to read: every metric of the job (all its variants), or those ``key`` names,
+    in this order of trial: a series as listed (``train/loss``, ``loss/train``) or as the web UI names it
+    (``loss · train``); a metric's name (all its variants); a section (``train`` or ``train/``: every metric
+    whose name starts with ``train/``). LookupError naming the job's keys when ``key`` names none."""
     catalogue = client.get(f"{job_path(job)}/scalars")["metrics"]
     if key is None:
         return [(m["metric"], None) for m in catalogue]
-    exact = [
-        (m["metric"], v["variant"])
-        for m in catalogue
-        for v in m["variants"]
-        if key_name(m["metric"], v["variant"]) == key
-    ]
+    pairs = [(m["metric"], v["variant"]) for m in catalogue for v in m["variants"]]
+    exact = [(metric, variant) for metric, variant in pairs if key in _names(metric, variant)]
     if exact:
         return exact
     if any(m["metric"] == key for m in catalogue):
         return [(key, None)]
-    names = sorted(key_name(m["metric"], v["variant"]) for m in catalogue for v in m["variants"])
+    prefix = key if key.endswith("/") else f"{key}/"
+    section = [(m["metric"], None) for m in catalogue if m["metric"].startswith(prefix)]
+    if section:
+        return section
+    names = sorted(key_name(metric, variant) for metric, variant in pairs)
     known = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
     raise LookupError(f"job {job!r} has no metric {key!r}" + (f"; it has {known}" if names else "; it has none"))
+
+
+def _names(metric: str, variant: str) -> tuple[str, str]:
+    """A series' names: as the CLI lists it, and as the web UI shows it."""
+    listed = key_name(metric, variant)
+    return listed, listed if listed == metric else f"{metric}{UI_SEPARATOR}{variant}"
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:

@@ -1,8 +1,8 @@
 """Records queued by the caller, and their encoding into ingest requests.
 
 The caller side of the SDK only appends tuples to a deque; everything else is done
-here, in the sender thread: numbers are converted and checked, ``run.log`` keys are
-split into metric and variant, scalars and log lines are grouped into the columnar
+here, in the sender thread: numbers are converted and checked, ``run.log`` keys become
+their series (metric and variant: the key as written), scalars and log lines are grouped into the columnar
 form of docs/ingest.md (one series per metric/variant, one per log level), and the
 body is encoded with orjson and compressed with zstd; where pyarrow can be imported,
 scalars go as an Arrow stream instead (``jobpulse.sdk.arrow``).
@@ -87,15 +87,14 @@ def wire_number(value: object) -> float | str:
     return "Infinity" if value > 0 else "-Infinity"
 
 
-def split_key(key: str) -> tuple[str, str]:
-    """``"train/loss"`` -> ``("train", "loss")``; ``"loss"`` -> ``("loss", "loss")``.
+def key_series(key: str) -> tuple[str, str]:
+    """The (metric, variant) a ``run.log`` key is stored as: the key as written, twice.
 
-    The split is at the last ``/``: ``"eval/glue/acc"`` -> ``("eval/glue", "acc")``.
+    ``"train/loss"`` -> ``("train/loss", "train/loss")``; ``"loss"`` -> ``("loss", "loss")``. Each key is a
+    chart of its own, named as written; the part before its first ``/`` is only the chart's section in the
+    UI (docs/names.md).
     """
-    metric, sep, variant = key.rpartition("/")
-    if not sep or not metric or not variant:
-        return key, key
-    return metric, variant
+    return key, key
 
 
 def check_iter(value: object) -> int:
@@ -217,7 +216,7 @@ class Batch:
                 if not isinstance(key, str) or not key:
                     self.problem("bad-key", f"run.log key {key!r} is not a non-empty string; dropped")
                     continue
-                found = names[key] = split_key(key[:MAX_NAME_CHARS])
+                found = names[key] = key_series(key[:MAX_NAME_CHARS])
             keys.append((key, found))
         frontier = self.frontier
         # with no frontier known, nothing is fresh

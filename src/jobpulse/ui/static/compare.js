@@ -1,8 +1,10 @@
-// Compare jobs: pick several, overlay each metric on one shared x-range (one request per metric).
+// Compare jobs: pick several, overlay each metric on one shared x-range (one request per metric), the charts in
+// sections by prefix and the series named as on every page (names.js).
 
 import { api, jobPath } from "./api.js";
 import { clear, debounce, h, replace, segmented } from "./dom.js";
 import { badge, dateTime, duration, jobDuration, num } from "./format.js";
+import { ChartSections, seriesLabel } from "./names.js";
 import { color, loadPlotly } from "./plot.js";
 import { ChartView, describeRange, ScalarChart } from "./scalars.js";
 import { app, banner, boot, done } from "./shell.js";
@@ -21,7 +23,7 @@ const chips = h("div", { class: "chips", style: { display: "contents" } });
 const addInput = h("input", { type: "search", placeholder: "Add a job…", "aria-label": "Add a job to compare", autocomplete: "off" });
 const suggest = h("div", { class: "card suggest", hidden: true });
 const summary = h("div", { class: "table-wrap" });
-const grid = h("div", { class: "chart-grid" });
+const sections = new ChartSections({ onOpen: () => view.loadVisible() });
 const notes = h("div");
 const rangeText = h("span", { class: "muted" });
 const reset = h("button", { class: "btn btn-sm", type: "button", hidden: true, onclick: () => view.setRange(null) }, "Reset zoom");
@@ -65,9 +67,15 @@ async function loadJobs() {
   }
 }
 
+// The first series of the shared metrics, a column each in the summary.
+function sharedSeries(count) {
+  return sharedMetrics().flatMap((m) => [...m.variants].sort().map((variant) => ({ metric: m.metric, variant })))
+    .slice(0, count);
+}
+
 function renderSummary(latest) {
-  const metrics = sharedMetrics().slice(0, 4);
-  const headers = ["", "Job", "Status", "Started", "Duration", ...metrics.map((m) => m.metric)];
+  const columns = sharedSeries(4);
+  const headers = ["", "Job", "Status", "Started", "Duration", ...columns.map((c) => seriesLabel(c.metric, c.variant))];
   const rows = chosen.map((job) => {
     const j = info.get(job);
     const values = latest[job] || [];
@@ -76,9 +84,9 @@ function renderSummary(latest) {
         h("div", { class: "id" }, job)),
       h("td", {}, badge(j.status)), h("td", {}, dateTime(j.started || j.created)),
       h("td", { class: "num" }, duration(jobDuration(j))),
-      metrics.map((m) => {
-        const found = values.filter((r) => r.metric === m.metric);
-        return h("td", { class: "num" }, found.length ? found.map((r) => `${found.length > 1 ? `${r.variant} ` : ""}${num(r.value)}`).join(" · ") : "–");
+      columns.map((c) => {
+        const found = values.find((r) => r.metric === c.metric && r.variant === c.variant);
+        return h("td", { class: "num" }, found ? num(found.value) : "–");
       }));
   });
   clear(summary).append(h("table", { class: "grid" }, h("thead", {}, h("tr", {},
@@ -101,7 +109,7 @@ function sharedMetrics() {
 
 function renderCharts() {
   view.clear();
-  clear(grid);
+  sections.clear();
   if (chosen.length < 1) return;
   const dashes = ["solid", "dash", "dot", "dashdot", "longdash"];
   for (const entry of sharedMetrics()) {
@@ -111,7 +119,7 @@ function renderCharts() {
       label: (s) => (variants.length > 1 ? `${s.job} · ${s.variant}` : s.job),
       colorOf: (s) => jobColor(s.job), dashOf: (s) => dashes[Math.max(0, variants.indexOf(s.variant)) % dashes.length] });
     view.add(chart);
-    grid.append(chart.el);
+    sections.add(entry.metric, chart.el);
   }
   applyFilter();
   view.loadVisible();
@@ -120,6 +128,7 @@ function renderCharts() {
 function applyFilter() {
   const text = metricFilter.toLowerCase();
   for (const chart of view.charts) chart.el.hidden = Boolean(text) && !chart.metric.toLowerCase().includes(text);
+  sections.sync();
 }
 
 async function refresh() {
@@ -138,7 +147,7 @@ async function refresh() {
       h("p", { class: "muted" }, "Add two or more jobs above, or tick them in the jobs list and press Compare. " +
         "Each metric is drawn for all of them on one shared x-range.")));
     view.clear();
-    clear(grid);
+    sections.clear();
     return;
   }
   const latest = await api("/jp/v1/scalars/latest", { method: "POST", body: { jobs: chosen } }).then((d) => d.jobs).catch(() => ({}));
@@ -196,6 +205,6 @@ app.append(
   h("div", { class: "toolbar" }, h("div", { class: "search" }, filter),
     h("label", { class: "field" }, "X axis", segmented([["iter", "Step"], ["time", "Time"]], view.axis, (v) => { view.setAxis(v); syncUrl(); }, "X axis")),
     h("label", { class: "field" }, "Smoothing", smoothing), rangeText, reset),
-  grid);
+  sections.el);
 done();
 refresh();
