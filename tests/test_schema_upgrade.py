@@ -140,17 +140,30 @@ def test_step_4_upgraded_rollups_keep_taking_new_samples(
         assert [(s["t"], s["avg"], s["last"], s["count"]) for s in series] == [([later], [42.0], [42.0], [1])]
 
 
-def test_step_8_counts_each_stored_point_of_a_series_once(embedded_engine: EmbeddedEngine, tmp_path, monkeypatch):  # noqa: ANN001
+def _step_before(marker: str) -> int:
+    """How many schema steps come before the step that holds a statement with ``marker``."""
+    return next(i for i, step in enumerate(schema.MIGRATIONS) if any(marker in statement for statement in step))
+
+
+def _at_step(embedded_engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch, steps: int) -> str:
+    """A database created by the first ``steps`` schema steps, holding the points of ``_body`` as the writer of
+    those steps stored them: the points (of the worker ""), their summary rows and their chart rollup."""
     database = fresh_database()
     with monkeypatch.context() as patch:
-        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:7])
-        patch.setattr(schema, "SCHEMA_VERSION", 7)
-        old = Store(embedded_engine, database)
-        _load(old, tmp_path)
-        # the summary rows the writer of step 7 added when the same iterations were reported a second time
-        embedded_engine.command(f"INSERT INTO {database}.scalars_latest SELECT * FROM {database}.scalars_latest")
-        assert [v["points"] for v in old.scalars.metrics("job-1")[0]["variants"]] == [10_000, 10_000]
-        latest = old.scalars.latest(["job-1"])
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:steps])
+        patch.setattr(schema, "SCHEMA_VERSION", steps)
+        Store(embedded_engine, database)
+    _load_as_written_then(embedded_engine, database)
+    source = f"{database}.scalars FINAL"
+    embedded_engine.command(f"INSERT INTO {database}.scalars_latest " + schema.LATEST_SELECT.format(source=source))
+    embedded_engine.command(f"INSERT INTO {database}.scalars_rollup " + schema.rollup_select(source))
+    return database
+
+
+def test_step_8_counts_each_stored_point_of_a_series_once(embedded_engine: EmbeddedEngine, monkeypatch):  # noqa: ANN001
+    database = _at_step(embedded_engine, monkeypatch, 7)
+    # the summary rows the writer of step 7 added when the same iterations were reported a second time
+    embedded_engine.command(f"INSERT INTO {database}.scalars_latest SELECT * FROM {database}.scalars_latest")
     upgraded = Store(embedded_engine, database)
     assert upgraded.previous_version == 7
     [loss] = upgraded.scalars.metrics("job-1")
@@ -158,4 +171,56 @@ def test_step_8_counts_each_stored_point_of_a_series_once(embedded_engine: Embed
         ("eval", 5000, 0, 4999),
         ("train", 5000, 0, 4999),
     ]
-    assert upgraded.scalars.latest(["job-1"]) == [{**row, "points": 5000} for row in latest] and len(latest) == 2
+    last = [((4999 * 37 + k) % 101) / 7 for k in (1, 0)]  # eval, train
+    got = [(r["variant"], r["points"], r["iter"], r["value"]) for r in upgraded.scalars.latest(["job-1"])]
+    assert got == [("eval", 5000, 4999, last[0]), ("train", 5000, 4999, last[1])]
+
+
+def test_the_step_keying_scalars_per_worker_keeps_every_answer(
+    embedded_engine: EmbeddedEngine,
+    tmp_path,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    steps = _step_before("scalars_by_worker")
+    database = _at_step(embedded_engine, monkeypatch, steps)
+    upgraded = Store(embedded_engine, database)
+    assert upgraded.previous_version == steps
+    fresh = Store(embedded_engine, fresh_database())
+    _load(fresh, tmp_path)
+    got, want = _answers(upgraded), _answers(fresh)
+    for name in want:
+        assert _rounded(got[name]) == _rounded(want[name]), name
+    assert upgraded.scalars.metrics("job-1") == fresh.scalars.metrics("job-1")
+    assert upgraded.scalars.latest(["job-1"]) == fresh.scalars.latest(["job-1"])
+    assert upgraded.scalars.count(["job-1"]) == 10_000
+    keys = upgraded.engine.query(
+        f"SELECT sorting_key FROM system.tables WHERE database = '{database}' AND name = 'scalars'"
+    )
+    assert keys.column("sorting_key")[0].as_py() == "job, metric, variant, worker, iter"
+
+
+def test_the_step_keying_scalars_per_worker_keeps_each_workers_stored_points(
+    embedded_engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = _at_step(embedded_engine, monkeypatch, _step_before("scalars_by_worker"))
+    embedded_engine.command(
+        f"INSERT INTO {database}.scalars (job, metric, variant, iter, ts, value, worker) "
+        "SELECT 'job-2', 'loss', '', number, fromUnixTimestamp64Milli(toInt64(1700000000000 + number)), number, "
+        "'worker-3' FROM numbers(10)"
+    )
+    upgraded = Store(embedded_engine, database)
+    assert upgraded.scalars.latest(["job-2"], workers="all") == [
+        {
+            "job": "job-2",
+            "metric": "loss",
+            "variant": "",
+            "worker": "worker-3",
+            "value": 9.0,
+            "iter": 9,
+            "ts": 1_700_000_000_009,
+            "min": 0.0,
+            "max": 9.0,
+            "points": 10,
+        }
+    ]
+    assert upgraded.scalars.chart(["job-2"], "loss", workers="all", buckets=2)["series"][0]["worker"] == "worker-3"

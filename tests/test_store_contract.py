@@ -16,7 +16,7 @@ from jobpulse.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 T0 = 1_790_000_040_000 - (1_790_000_040_000 % 60_000)
 
 
-def write_scalars(store: Store, job: str, values: list[float]) -> None:
+def write_scalars(store: Store, job: str, values: list[float], worker: str = "") -> None:
     n = len(values)
     store.writer.write(
         {
@@ -29,7 +29,7 @@ def write_scalars(store: Store, job: str, values: list[float]) -> None:
                     "iter": np.arange(n),
                     "ts": T0 + np.arange(n),
                     "value": values,
-                    "worker": [""] * n,
+                    "worker": [worker] * n,
                     "model_event": np.zeros(n, np.uint8),
                 },
             )
@@ -66,6 +66,28 @@ def test_replaced_points_are_read_once(any_store):
     write_scalars(any_store, "j1", [5.0, 6.0])
     points, _ = any_store.scalars.page("j1", "loss")
     assert points["iter"].tolist() == [0, 1] and points["value"].tolist() == [5.0, 6.0]
+
+
+def test_each_worker_keeps_its_points_and_reads_show_the_leaders(any_store):
+    write_scalars(any_store, "j1", [1.0] * 8, worker="worker-1")
+    write_scalars(any_store, "j1", [3.0] * 8, worker="worker-0")
+    write_scalars(any_store, "j1", [2.0] * 8, worker="worker-1")  # worker-1 again: it replaces its own points only
+    scalars = any_store.scalars
+    assert scalars.chart(["j1"], "loss", buckets=2)["series"][0]["mean"] == [3.0, 3.0]
+    every = scalars.chart(["j1"], "loss", buckets=2, workers="all")["series"]
+    assert [(s["worker"], s["mean"], s["count"]) for s in every] == [
+        ("worker-0", [3.0, 3.0], [4, 4]),
+        ("worker-1", [2.0, 2.0], [4, 4]),
+    ]
+    [envelope] = scalars.chart(["j1"], "loss", buckets=2, workers="envelope")["series"]
+    assert envelope["median"] == [2.5, 2.5] and envelope["workers"] == [2, 2]
+    latest = [(r["worker"], r["value"], r["points"]) for r in scalars.latest(["j1"], workers="all")]
+    assert latest == [("worker-0", 3.0, 8), ("worker-1", 2.0, 8)]
+    assert (
+        scalars.count(["j1"]) == 8 and scalars.page("j1", "loss", worker="worker-1")[0]["value"].tolist() == [2.0] * 8
+    )
+    progress = [(w.worker, w.last_iter, w.points) for w in any_store.progress("j1")]
+    assert progress == [("worker-0", 7, 8), ("worker-1", 7, 8)]
 
 
 def test_logs_resent_rows_are_dropped(any_store):

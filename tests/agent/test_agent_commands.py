@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from jobpulse.agent.base import Sample
-from jobpulse.agent.commands import parse_duration, register
+from jobpulse.agent.commands import cmd_run, command_node_rank, parse_duration, register
 from jobpulse.agent.outlet import system_body
 
 
@@ -39,6 +39,25 @@ def test_run_keeps_the_command_options_apart():
     assert args.job == "J"
     assert args.command == ["--", "python", "train.py", "--job", "other"]
     assert args.func.__name__ == "cmd_run"
+
+
+@pytest.mark.parametrize(
+    ("command", "rank"),
+    [
+        (["torchrun", "--nnodes=2", "--node_rank=1", "train.py"], 1),
+        (["torchrun", "--node-rank", "3", "train.py"], 3),
+        (["accelerate", "launch", "--machine_rank", "2", "train.py"], 2),
+        (["torchrun", "--nproc_per_node=2", "train.py"], None),
+        (["torchrun", "--node_rank"], None),
+    ],
+)
+def test_the_node_rank_a_launchers_command_line_gives(command, rank):
+    assert command_node_rank(command) == rank
+
+
+def test_run_refuses_a_bad_node_worker_name(capsys):
+    args = _parser().parse_args(["run", "--worker", "a b", "--", "true"])
+    assert cmd_run(args) == 2 and "--worker" in capsys.readouterr().err
 
 
 def test_agent_requires_job_and_worker(capsys):

@@ -117,8 +117,8 @@ def test_agent_samples_read_back(env, api):
 
 
 def _python_under_run(env, job: str, code: str) -> None:
-    """``jobpulse run`` of a Python script, as worker-0 of ``job`` in project e2e; it must succeed."""
-    argv = _jobpulse("run", "--project", "e2e", "--job", job, "--worker", "worker-0", "--no-sample")
+    """``jobpulse run`` of a Python script, as node worker ``node-0`` of ``job`` in project e2e; it must succeed."""
+    argv = _jobpulse("run", "--project", "e2e", "--job", job, "--worker", "node-0", "--no-sample")
     done = subprocess.run(
         [*argv, "--", sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
@@ -153,14 +153,17 @@ def test_the_config_of_an_sdk_run_under_run_reaches_the_job(env, api):
 RANKS_SCRIPT = """
 import json, os, subprocess, sys, urllib.request
 
-rank = "import jobpulse; r = jobpulse.init(); r.log({f'rank{r.placement.rank}/loss': 1.0}, step=1); r.finish(%r)"
+rank = (
+    "import jobpulse; r = jobpulse.init(); n = r.placement.rank; print('rank', n); "
+    "r.log({f'rank{n}/loss': 1.0}, step=1); r.finish(%r)"
+)
 url = os.environ["JOBPULSE_URL"] + "/jp/v1/jobs/run-ranks/workers"
 req = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ["JOBPULSE_API_KEY"]})
 
 
 def ranks(numbers, status="completed"):
     for n in numbers:
-        env = {**os.environ, "RANK": str(n), "WORLD_SIZE": "3"}
+        env = {**os.environ, "RANK": str(n), "LOCAL_RANK": str(n), "WORLD_SIZE": "3"}
         subprocess.run([sys.executable, "-c", rank % status], env=env, check=True)
     print("after", numbers, [(w["worker"], w["status"]) for w in json.load(urllib.request.urlopen(req))["workers"]])
 
@@ -171,15 +174,22 @@ ranks([0])
 """
 
 
-def test_ranks_launched_under_run_share_its_worker_and_leave_its_status_to_it(env, api):
+def test_ranks_launched_under_run_are_workers_of_its_node_and_end_themselves(env, api):
     _python_under_run(env, "run-ranks", RANKS_SCRIPT)
-    lines = [line["msg"] for line in _logs(api, "run-ranks")]
-    assert "after [1] [('worker-0', 'running')]" in lines  # one rank completing did not end the worker
-    assert "after [2] [('worker-0', 'failed')]" in lines  # a rank that failed says so
-    (worker,) = api.request("GET", "/jp/v1/jobs/run-ranks/workers")["workers"]
-    assert (worker["worker"], worker["status"], worker["exit_code"]) == ("worker-0", "completed", 0)  # run's word
-    metrics = {m["metric"] for m in api.request("GET", "/jp/v1/jobs/run-ranks/scalars")["metrics"]}
-    assert metrics == {"rank0", "rank1", "rank2"}
+    found = api.request("GET", "/jp/v1/jobs/run-ranks/workers")["workers"]
+    assert [(w["worker"], w["kind"], w["node"], w["rank"], w["status"]) for w in found] == [
+        ("node-0", "node", "", None, "completed"),  # run's word: the command's exit status
+        ("worker-0", "rank", "node-0", 0, "completed"),
+        ("worker-1", "rank", "node-0", 1, "completed"),
+        ("worker-2", "rank", "node-0", 2, "failed"),
+    ]
+    lines = _logs(api, "run-ranks")
+    assert "after [1] [('node-0', 'running'), ('worker-1', 'completed')]" in lines_of(lines, "node-0")
+    assert [lines_of(lines, f"worker-{n}") for n in range(3)] == [["rank 0"], ["rank 1"], ["rank 2"]]
+
+
+def lines_of(lines: list[dict], worker: str) -> list[str]:
+    return [line["msg"] for line in lines if line["worker"] == worker]
 
 
 def test_run_says_where_what_it_could_not_deliver_waits(env, tmp_path):

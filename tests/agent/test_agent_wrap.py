@@ -15,6 +15,7 @@ class RecordingOutlet:
         self.statuses = []
         self.jobs = []
         self.instance_types = []
+        self.registered = []
         self.closed = False
 
     def line(self, ts_ms, seq, level, msg):
@@ -28,8 +29,10 @@ class RecordingOutlet:
         if instance_type is not None:
             self.instance_types.append(instance_type)
 
-    def worker_status(self, status, exit_code=None, host=None):
+    def worker_status(self, status, exit_code=None, host=None, fields=None):
         self.statuses.append((status, exit_code))
+        if fields is not None:
+            self.registered.append(fields)
 
     def close(self, timeout=10.0):
         self.closed = True
@@ -81,6 +84,29 @@ def test_output_is_echoed_as_it_comes(capfd):
     run_wrapped(_py("print('hello out'); import sys; print('hello err', file=sys.stderr)"), _outlet(), sample=False)
     captured = capfd.readouterr()
     assert "hello out" in captured.out and "hello err" in captured.err
+
+
+MARKING = """
+from jobpulse.sdk.passthrough import marked_fd, write_marked
+assert marked_fd(1) and marked_fd(2)
+print("launcher line", flush=True)
+write_marked(1, b"rank line\\n")
+write_marked(2, b"rank warning\\n")
+"""
+
+
+def test_what_a_rank_marked_is_echoed_but_left_out_of_the_nodes_log(capfd):
+    outlet = _outlet()
+    assert run_wrapped(_py(MARKING), outlet, sample=False).exit_code == 0
+    assert [m for _, _, _, m in outlet.lines] == ["launcher line"]
+    captured = capfd.readouterr()
+    assert (captured.out, captured.err) == ("launcher line\nrank line\n", "rank warning\n")
+
+
+def test_the_node_worker_is_registered_with_its_fields():
+    outlet = _outlet()
+    run_wrapped(_py("pass"), outlet, sample=False, echo=False, worker_fields={"kind": "node"})
+    assert outlet.registered == [{"kind": "node"}] and outlet.statuses == [("running", None), ("completed", 0)]
 
 
 def test_unknown_command_exits_127():

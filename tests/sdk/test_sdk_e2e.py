@@ -51,7 +51,7 @@ def test_failing_script_exits_with_its_error_still_printed(failed_run):
 
 
 def test_failing_script_values_arrive(server, failed_run):
-    points = s.all_points(server, "e2e-fail", "train", "loss")
+    points = s.all_points(server, "e2e-fail", "train/loss", "train/loss")
     assert points["iter"] == list(range(50))
     assert points["value"][0] == 1.0 and points["value"][9] == pytest.approx(0.1)
     odd = s.all_points(server, "e2e-fail", "odd", "odd")
@@ -209,7 +209,7 @@ def test_pipelined_batches_keep_their_order_through_a_server_restart(tmp_path):
         s.wait_for(lambda: proc.stdout.readline() in ("QUEUED\n", ""), 60, "the later rounds", interval=0)
         # killed while batches of the later rounds are on the wire
         s.outlast_outage(srv, proc, srv.kill, "the run delivered everything before the outage", timeout=120)
-        for metric, variant in (("a", "a"), ("b", "b"), ("train", "c"), ("train", "d")):
+        for metric, variant in (("a", "a"), ("b", "b"), ("train/c", "train/c"), ("train/d", "train/d")):
             points = s.all_points(srv, "e2e-pipeline", metric, variant)
             assert points["iter"] == list(range(3 * n))
             assert points["value"] == [2e6 + i for i in range(n)] + [3e6 + i for i in range(n, 3 * n)]

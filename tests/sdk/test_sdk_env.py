@@ -1,12 +1,15 @@
-"""Rank, world size and job id from the launcher's environment."""
+"""Rank, world size, node and job id from the launcher's environment."""
 
 from __future__ import annotations
 
 import re
+import socket
 
 import pytest
 
-from jobpulse.sdk.env import default_job, default_project, detect_placement, sanitize_id
+from jobpulse.sdk.env import default_job, default_project, detect_placement, node_name, sanitize_id
+
+HOST_NODE = f"node-{sanitize_id(socket.gethostname(), 123)}"
 
 
 @pytest.mark.parametrize(
@@ -66,3 +69,51 @@ def test_project_default_and_sanitized_ids():
     assert default_project({"JOBPULSE_PROJECT": "vision"}) == "vision"
     assert sanitize_id("a b/c__d") == "a-b-c-d"
     assert len(sanitize_id("x" * 300)) == 64
+
+
+@pytest.mark.parametrize(
+    ("env", "node"),
+    [
+        ({"RANK": "3", "GROUP_RANK": "1", "NODE_RANK": "5"}, "node-1"),  # torchrun's own word first
+        ({"RANK": "3", "NODE_RANK": "2"}, "node-2"),  # Lightning, Kubeflow
+        ({"RANK": "3", "PET_NODE_RANK": "4"}, "node-4"),
+        ({"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_NODE_RANK": "2", "SLURM_NODEID": "7"}, "node-2"),
+        ({"SLURM_PROCID": "5", "SLURM_NODEID": "3"}, "node-3"),
+        ({"RANK": "3", "GROUP_RANK": "1", "JOBPULSE_NODE": "gpu-a"}, "gpu-a"),  # the node wrapper names it
+        ({"PMI_RANK": "7"}, HOST_NODE),  # no node rank known: the host's name
+    ],
+)
+def test_a_rank_runs_on_the_node_its_launcher_names(env, node):
+    assert detect_placement(env).node == node
+
+
+def test_a_rank_reports_its_place_with_its_worker():
+    env = {"SLURM_PROCID": "5", "SLURM_LOCALID": "1", "SLURM_NTASKS": "8", "SLURM_NODEID": "2"}
+    assert detect_placement(env).worker_fields() == {
+        "host": socket.gethostname(),
+        "kind": "rank",
+        "node": "node-2",
+        "rank": 5,
+        "local_rank": 1,
+    }
+
+
+def test_a_process_no_launcher_started_is_a_lone_process():
+    fields = detect_placement({"GROUP_RANK": "0"}).worker_fields()
+    assert (fields["kind"], fields["node"], fields["rank"], fields["local_rank"]) == ("process", "", None, None)
+
+
+def test_a_lone_process_under_the_node_wrapper_is_its_rank_0():
+    fields = detect_placement({"JOBPULSE_NODE": "node-3"}).worker_fields()
+    assert (fields["kind"], fields["node"], fields["rank"], fields["local_rank"]) == ("rank", "node-3", 0, 0)
+
+
+def test_the_node_wrapper_names_its_node_from_the_launcher_then_the_command_then_the_host():
+    assert node_name({"SLURM_NODEID": "4"}, fallback_rank=1) == "node-4"
+    assert node_name({}, fallback_rank=1) == "node-1"
+    assert node_name({}) == HOST_NODE
+
+
+def test_a_bad_node_name_is_an_error_naming_the_variable():
+    with pytest.raises(ValueError, match="JOBPULSE_NODE"):
+        detect_placement({"RANK": "0", "JOBPULSE_NODE": "a b"})

@@ -19,6 +19,7 @@ from jobpulse.agent.hardware import reporting_hardware
 from jobpulse.agent.sampler import Sampler, build_collectors
 from jobpulse.agent.storage import PathSpec, parse_paths
 
+NODE_RANK_OPTIONS = ("--node_rank", "--node-rank", "--machine_rank", "--machine-rank")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 
 
@@ -92,14 +93,20 @@ def register(subparsers: Any) -> None:
 
     run = subparsers.add_parser(
         "run",
-        help="run a command as a worker of a job: capture its output, sample it, record its exit",
-        description="Run COMMAND as one worker of a job: its output is echoed and sent as the worker's log, "
-        "its processes are sampled, and the worker is marked completed or failed with its exit code. "
-        "Exits with the command's exit code.",
+        help="run a command as the node worker of a job: capture its output, sample it, record its exit",
+        description="Run COMMAND as the node worker of a job: its output is echoed and sent as the node's log "
+        "(less what the ranks it launches capture as their own logs), the node is sampled, and the node worker is "
+        "marked completed or failed with the command's exit code. Each rank with the SDK is a worker of its own "
+        "under the node. Exits with the command's exit code.",
         usage="jobpulse run [options] -- COMMAND [ARG ...]",
     )
     run.add_argument("--job", help="job id (default: JOBPULSE_JOB, a torchrun or SLURM run id, else a new one)")
-    run.add_argument("--worker", help="worker name (default: JOBPULSE_WORKER, else worker-RANK)")
+    run.add_argument(
+        "--worker",
+        help="name of the node worker (default: JOBPULSE_NODE, else node-N with N the node rank from GROUP_RANK, "
+        "NODE_RANK, PET_NODE_RANK, OMPI_COMM_WORLD_NODE_RANK, SLURM_NODEID or the command's --node_rank, "
+        "else node-HOSTNAME)",
+    )
     run.add_argument("--name", help="display name of the job when it is created")
     _common(run, "10s")
     run.add_argument("--no-sample", action="store_true", help="do not sample resources")
@@ -163,9 +170,23 @@ def cmd_agent(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_node_rank(command: list[str]) -> int | None:
+    """The node rank a launcher's command line gives (torchrun's and DeepSpeed's ``--node_rank``, Accelerate's
+    ``--machine_rank``), if any."""
+    for i, arg in enumerate(command):
+        name, eq, value = arg.partition("=")
+        if name not in NODE_RANK_OPTIONS:
+            continue
+        value = value if eq else (command[i + 1] if i + 1 < len(command) else "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from jobpulse.agent.wrap import run_wrapped
-    from jobpulse.sdk.env import default_job, default_project, detect_placement
+    from jobpulse.sdk.checks import check_worker
+    from jobpulse.sdk.env import default_job, default_project, node_name
 
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -175,18 +196,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     project = args.project or default_project()
     job = args.job or default_job()[0]
-    worker = args.worker or os.environ.get("JOBPULSE_WORKER") or detect_placement().worker
+    try:
+        node = check_worker(args.worker, "--worker") if args.worker else node_name(None, command_node_rank(command))
+    except ValueError as exc:
+        print(f"jobpulse run: {exc}", file=sys.stderr)
+        return 2
     env = dict(os.environ)
-    env.update(JOBPULSE_PROJECT=project, JOBPULSE_JOB=job, JOBPULSE_WORKER=worker)
-    # An SDK in the command would capture the same output again, and would end the worker when its rank ends.
-    env.setdefault("JOBPULSE_CAPTURE_CONSOLE", "0")
-    env["JOBPULSE_WORKER_STATUS"] = "0"
+    # The ranks the command launches name themselves from their rank, under this node (jobpulse.sdk.env).
+    env.update(JOBPULSE_PROJECT=project, JOBPULSE_JOB=job, JOBPULSE_NODE=node)
     if args.url:
         env["JOBPULSE_URL"] = args.url
     if args.api_key:
         env["JOBPULSE_API_KEY"] = args.api_key
-    outlet = _outlet(args, project, job, worker)
-    print(f"jobpulse run: job {job}, worker {worker}", file=sys.stderr, flush=True)
+    outlet = _outlet(args, project, job, node)
+    print(f"jobpulse run: job {job}, node {node}", file=sys.stderr, flush=True)
 
     def collectors(pid: int) -> list:
         return build_collectors(
@@ -208,6 +231,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         collectors_factory=collectors,
         job_name=args.name,
         flush_timeout=args.flush_timeout,
+        worker_fields={"kind": "node"},
     )
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()

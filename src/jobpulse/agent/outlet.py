@@ -102,10 +102,13 @@ class Outlet:
         with self._lock:
             self.queue.append((REQUEST, self._request("POST", "/jp/v1/jobs", body, "job")))
 
-    def worker_status(self, status: str, exit_code: int | None = None, host: str | None = None) -> None:
+    def worker_status(
+        self, status: str, exit_code: int | None = None, host: str | None = None, fields: dict[str, Any] | None = None
+    ) -> None:
+        """Queue the worker's status; ``fields`` are more of its registration (``kind``, ``node``, ``rank``, ...)."""
         # timed now: sent late (from the spool), it still says when the worker started or ended
         at = time.time_ns() // 1_000_000
-        body: dict[str, Any] = {"status": status, "host": host or socket.gethostname(), "at": at}
+        body: dict[str, Any] = {**(fields or {}), "status": status, "host": host or socket.gethostname(), "at": at}
         if exit_code is not None:
             body["exit_code"] = exit_code
         path = f"/jp/v1/jobs/{quote(self.job)}/workers/{quote(self.worker)}"

@@ -1,8 +1,13 @@
-"""``jobpulse run -- cmd ...``: run a command as one worker of a job.
+"""``jobpulse run -- cmd ...``: run a command as the node worker of a job.
 
-The wrapper registers the job and the worker (status ``running``), starts the command with its
+The wrapper stands for the node (machine, pod) it runs on: the command it starts may be one process or a launcher
+(torchrun, mpirun, ...) of several ranks, each of which, with the SDK, reports as a worker of its own under this
+node (``JOBPULSE_NODE`` tells them its name, ``jobpulse.sdk.env``). The wrapper registers the job and its node
+worker (status ``running``), starts the command with its
 standard output and error on pipes, and copies both to its own as they come (byte for byte, so
-progress bars still draw) while cutting them into log lines of the worker: each line gets a
+progress bars still draw) while cutting them into log lines of the node: what a rank's SDK captured as its own log
+arrives marked and is only echoed, not logged again (``jobpulse.sdk.passthrough``), so the node's log keeps what no
+rank captured, such as the launcher's own output. Each line gets a
 ``seq`` when it is read, so the log keeps the order in which the lines arrived; a line redrawn
 with carriage returns is kept in its final state. Each line gets the level its text states, else its
 stream's (``info`` on stdout, ``warning`` on stderr but for progress bars), by the same rule as the
@@ -39,6 +44,7 @@ from jobpulse.agent.sampler import Sampler, build_collectors
 from jobpulse.agent.storage import PathSpec
 from jobpulse.sdk.console import LineSplitter
 from jobpulse.sdk.levels import STDERR, STDOUT, LineLevels
+from jobpulse.sdk.passthrough import PIPES_VAR, Unmarker, pipe_id
 from jobpulse.sdk.seq import SeqClock
 
 FORWARDED = tuple(
@@ -58,7 +64,9 @@ class LineOutlet(Protocol):
     def register_job(
         self, name: str | None = None, tags: list[str] | None = None, instance_type: dict | None = None
     ) -> None: ...
-    def worker_status(self, status: str, exit_code: int | None = None, host: str | None = None) -> None: ...
+    def worker_status(
+        self, status: str, exit_code: int | None = None, host: str | None = None, fields: dict | None = None
+    ) -> None: ...
     def close(self, timeout: float = 10.0) -> Any: ...
 
 
@@ -76,7 +84,7 @@ def _write_all(fd: int, data: bytes) -> bool:
 
 
 class StreamPump(threading.Thread):
-    """Copies one pipe of the command to ``echo_fd`` and cuts it into lines for ``on_line``."""
+    """Copies one pipe of the command to ``echo_fd`` and cuts what no rank marked into lines for ``on_line``."""
 
     def __init__(self, pipe: IO[bytes], echo_fd: int | None, on_line: Callable[[str], None], name: str) -> None:
         super().__init__(name=f"jobpulse-{name}", daemon=True)
@@ -87,8 +95,8 @@ class StreamPump(threading.Thread):
     def run(self) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         splitter = LineSplitter(self.on_line)
+        unmarker = Unmarker()
         fd = self.pipe.fileno()
-        echo = self.echo_fd
         try:
             while True:
                 try:
@@ -99,14 +107,22 @@ class StreamPump(threading.Thread):
                     break
                 if not chunk:
                     break
-                if echo is not None and not _write_all(echo, chunk):
-                    echo = None
-                splitter.write(decoder.decode(chunk))
-            splitter.write(decoder.decode(b"", final=True))
+                pieces = unmarker.feed(chunk)
+                self._echo(b"".join(piece for piece, _ in pieces))
+                for piece, marked in pieces:
+                    if not marked:
+                        splitter.write(decoder.decode(piece))
+            held = unmarker.flush()
+            self._echo(held)
+            splitter.write(decoder.decode(held, final=True))
             splitter.close()
         finally:
             with contextlib.suppress(OSError):
                 self.pipe.close()
+
+    def _echo(self, data: bytes) -> None:
+        if data and self.echo_fd is not None and not _write_all(self.echo_fd, data):
+            self.echo_fd = None
 
 
 @dataclass
@@ -137,6 +153,22 @@ def _wait_for_exit(child: subprocess.Popen) -> None:
     child.wait()
 
 
+def _start(argv: Sequence[str], env: dict[str, str]) -> tuple[subprocess.Popen, list[IO[bytes]]]:
+    """Start the command with its stdout and stderr on pipes of ours, named to it in ``PIPES_VAR`` (the SDK of a
+    rank marks what it captures only where it writes to one of them); answers the child and the pipes' read ends."""
+    fds = [*os.pipe(), *os.pipe()]  # stdout read, write; stderr read, write
+    try:
+        env[PIPES_VAR] = f"{pipe_id(fds[0])} {pipe_id(fds[2])}"
+        child = subprocess.Popen(list(argv), stdout=fds[1], stderr=fds[3], env=env)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    os.close(fds[1])
+    os.close(fds[3])
+    return child, [os.fdopen(fds[0], "rb", buffering=0), os.fdopen(fds[2], "rb", buffering=0)]
+
+
 def run_wrapped(
     argv: Sequence[str],
     outlet: LineOutlet,
@@ -151,8 +183,10 @@ def run_wrapped(
     collectors_factory: Callable[[int], list] | None = None,
     flush_timeout: float = 10.0,
     drain_timeout: float = 5.0,
+    worker_fields: Mapping[str, Any] | None = None,
 ) -> RunResult:
-    """Run ``argv`` to its end as a worker reporting through ``outlet``; see the module doc."""
+    """Run ``argv`` to its end as a worker reporting through ``outlet``; see the module doc. ``worker_fields``
+    (``kind``, ``node``, ...) are registered with the worker."""
     clock = SeqClock()
     counter = [0]
     lock = threading.Lock()
@@ -168,11 +202,14 @@ def run_wrapped(
         return lambda msg: on_line(msg, levels(msg))
 
     outlet.register_job(job_name)
-    outlet.worker_status("running")
+    if worker_fields:
+        outlet.worker_status("running", fields=dict(worker_fields))
+    else:
+        outlet.worker_status("running")
     child_env = dict(os.environ if env is None else env)
     child_env.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        child = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env)
+        child, outputs = _start(argv, child_env)
     except OSError as exc:
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         msg = f"jobpulse run: cannot start {argv[0]!r}: {exc.strerror or exc}"
@@ -198,10 +235,9 @@ def run_wrapped(
             with contextlib.suppress(OSError, ValueError):
                 previous[signum] = signal.signal(signum, forward)
 
-    assert child.stdout is not None and child.stderr is not None
     pumps = [
-        StreamPump(child.stdout, 1 if echo else None, stream_lines(STDOUT), "stdout"),
-        StreamPump(child.stderr, 2 if echo else None, stream_lines(STDERR), "stderr"),
+        StreamPump(outputs[0], 1 if echo else None, stream_lines(STDOUT), "stdout"),
+        StreamPump(outputs[1], 2 if echo else None, stream_lines(STDERR), "stderr"),
     ]
     for pump in pumps:
         pump.start()

@@ -17,6 +17,10 @@ taken a second time.
 Only text written through the Python stream objects is seen: output that C code or a child
 process writes straight to file descriptors 1 and 2, or bytes written to ``sys.stdout.buffer``,
 is not.
+
+Under the node wrapper ``jobpulse run``, what is captured goes on to the wrapper's pipe marked
+(``jobpulse.sdk.passthrough``): the wrapper echoes it but leaves it to this process's worker, and
+logs as the node's only what no rank captured.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from jobpulse.sdk.levels import STDERR, STDOUT, LineLevels
+from jobpulse.sdk.passthrough import marked_fd, write_marked
 
 MAX_LINE = 32_768
 _KEEP_PENDING = 4_096
@@ -107,14 +112,19 @@ class Tee:
         self._splitter = LineSplitter(self._emit)
         self._levels = LineLevels(name)
         self._forced: str | None = None  # the level of every line the write under way ends
+        self._marked_fd = _wrapper_fd(stream)  # the wrapper's pipe, written marked while capturing
+        self._held = ""  # the open line, written marked when it ends or on flush (line buffering)
 
     def _emit(self, line: str) -> None:
         level = self._levels(line)  # read even when forced: it follows the stream's tracebacks
         self._capture.sink(self._forced or level, line)
 
     def write(self, text: str) -> int:
-        written = self._stream.write(text)
         capture = self._capture
+        if self._marked_fd is not None and capture.active and isinstance(text, str):
+            written = self._write_marked(text)
+        else:
+            written = self._stream.write(text)
         if not capture.active or not isinstance(text, str):
             return written
         try:
@@ -131,14 +141,41 @@ class Tee:
             pass
         return written
 
+    def _write_marked(self, text: str) -> int:
+        """Write the lines ``text`` ends on to the wrapper's pipe as frames, a line per frame (the ranks of a node
+        share the pipe: whole lines do not interleave); the open line waits for its end or a flush."""
+        with self._lock:
+            held = self._held + text
+            cut = held.rfind("\n") + 1 if len(held) <= _KEEP_PENDING else len(held)
+            self._held = held[cut:]
+            self._send_marked(held[:cut])
+        return len(text)
+
+    def _send_marked(self, text: str) -> None:
+        if not text:
+            return
+        stream = self._stream
+        stream.flush()  # what was written around the capture (bytes to sys.stdout.buffer) goes first
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        write_marked(self._marked_fd, text.encode(encoding, getattr(stream, "errors", None) or "strict"))
+
     def writelines(self, lines: Any) -> None:
         for line in lines:
             self.write(line)
 
     def flush(self) -> None:
+        self._flush_held()
         self._stream.flush()
 
+    def _flush_held(self) -> None:
+        with self._lock:
+            held, self._held = self._held, ""
+            if self._capture.active:  # else a forked child's copy of its parent's open line: the parent's to write
+                self._send_marked(held)
+
     def close_lines(self) -> None:
+        with contextlib.suppress(OSError, ValueError):  # the wrapper went away: the line is still taken below
+            self._flush_held()
         with self._lock:
             self._splitter.close()
 
@@ -148,6 +185,15 @@ class Tee:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def _wrapper_fd(stream: TextIO) -> int | None:
+    """The file descriptor of ``stream`` where it is a pipe of the node wrapper, else None."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture, an in-memory stream)
+        return None
+    return fd if marked_fd(fd) else None
 
 
 _LEVELS = ((logging.CRITICAL, "critical"), (logging.ERROR, "error"), (logging.WARNING, "warning"))

@@ -14,7 +14,16 @@ the same launcher, so that a mix (torchrun inside a SLURM allocation) stays cons
 | SLURM (srun) | ``SLURM_PROCID`` | ``SLURM_LOCALID`` | ``SLURM_NTASKS`` |
 
 SLURM comes last: under ``srun torchrun ...`` the torchrun variables name the process,
-while ``SLURM_PROCID`` names the node's task.
+while ``SLURM_PROCID`` names the node's task. Where no launcher variable names the rank but the process has
+joined a ``torch.distributed`` process group (Lightning's DDP starts its processes itself and names their rank
+only there), the group's rank and size are the process's, its local rank ``LOCAL_RANK``.
+
+A process of a launch (a rank) is worker ``worker-<rank>`` of node worker ``JOBPULSE_NODE`` (which the node
+wrapper ``jobpulse run`` sets), else ``node-<node rank>``, the node rank read from the first of torchrun's
+``GROUP_RANK``, ``NODE_RANK`` (Lightning, Kubeflow), torchrun's ``PET_NODE_RANK``, Open MPI's
+``OMPI_COMM_WORLD_NODE_RANK`` and SLURM's ``SLURM_NODEID`` that is set, else ``node-<host name>``. A process
+that no launcher started is a lone ``process`` of no node, unless it runs under ``jobpulse run``: then it is
+rank 0 of that node.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sys
 import time
 import uuid
 from collections.abc import Mapping
@@ -38,6 +48,8 @@ LAUNCHERS: tuple[tuple[str, str, str, str], ...] = (
     ("slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"),
 )
 
+NODE_RANKS = ("GROUP_RANK", "NODE_RANK", "PET_NODE_RANK", "OMPI_COMM_WORLD_NODE_RANK", "SLURM_NODEID")
+
 _ID_BAD = re.compile(r"[^A-Za-z0-9-]+")
 
 
@@ -50,10 +62,27 @@ class Placement:
     world_size: int
     launcher: str  # "" when no launcher variable was found
     host: str
+    node: str = ""  # the node worker this rank runs on; "" for a lone process
 
     @property
     def worker(self) -> str:
         return f"worker-{self.rank}"
+
+    @property
+    def kind(self) -> str:
+        """``rank`` for a process of a launch (or under ``jobpulse run``), else ``process``."""
+        return "rank" if self.node else "process"
+
+    def worker_fields(self) -> dict[str, object]:
+        """Where this worker sits, as the worker registration sends it (``PUT .../workers/{worker}``)."""
+        rank = self.kind == "rank"
+        return {
+            "host": self.host,
+            "kind": self.kind,
+            "node": self.node,
+            "rank": self.rank if rank else None,
+            "local_rank": self.local_rank if rank else None,
+        }
 
 
 def _int(env: Mapping[str, str], name: str) -> int | None:
@@ -67,8 +96,31 @@ def _int(env: Mapping[str, str], name: str) -> int | None:
     return value if value >= 0 else None
 
 
+def node_rank(env: Mapping[str, str] | None = None) -> int | None:
+    """The node's rank in the launch, from the first variable of ``NODE_RANKS`` that is set."""
+    env = os.environ if env is None else env
+    for name in NODE_RANKS:
+        value = _int(env, name)
+        if value is not None:
+            return value
+    return None
+
+
+def node_name(env: Mapping[str, str] | None = None, fallback_rank: int | None = None) -> str:
+    """The node worker of this machine: ``JOBPULSE_NODE``, else ``node-<rank>`` (``node_rank``, else
+    ``fallback_rank``), else ``node-<host name>``."""
+    env = os.environ if env is None else env
+    if env.get("JOBPULSE_NODE"):
+        return check_worker(env["JOBPULSE_NODE"], "JOBPULSE_NODE")
+    rank = node_rank(env)
+    rank = fallback_rank if rank is None else rank
+    if rank is not None:
+        return f"node-{rank}"
+    return f"node-{sanitize_id(socket.gethostname(), 123)}"
+
+
 def detect_placement(env: Mapping[str, str] | None = None) -> Placement:
-    """Read rank, local rank and world size from the first launcher that set a rank."""
+    """Read rank, local rank and world size from the first launcher that set a rank, and the node it runs on."""
     env = os.environ if env is None else env
     host = socket.gethostname()
     for launcher, rank_var, local_var, size_var in LAUNCHERS:
@@ -83,8 +135,40 @@ def detect_placement(env: Mapping[str, str] | None = None) -> Placement:
             world_size=max(size or 1, rank + 1),
             launcher=launcher,
             host=host,
+            node=node_name(env),
         )
-    return Placement(rank=0, local_rank=0, world_size=1, launcher="", host=host)
+    joined = _process_group()
+    if joined is not None:
+        rank, size = joined
+        local = _int(env, "LOCAL_RANK")
+        return Placement(rank, rank if local is None else local, size, "torch.distributed", host, node_name(env))
+    wrapped = node_name(env) if env.get("JOBPULSE_NODE") else ""
+    return Placement(rank=0, local_rank=0, world_size=1, launcher="", host=host, node=wrapped)
+
+
+def _process_group() -> tuple[int, int] | None:
+    """Rank and size of the ``torch.distributed`` process group this process joined; None where it joined none
+    (torch is never imported here: a process that uses it has imported it)."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return None
+        return dist.get_rank(), dist.get_world_size()
+    except Exception:  # a torch build or state we do not know: no rank from it
+        return None
+
+
+def env_float(name: str, default: float) -> float:
+    """A number from the environment variable ``name``; ``default`` where it is unset or no number."""
+    try:
+        return float(os.environ[name])
+    except (KeyError, ValueError):
+        return default
+
+
+def env_flag(name: str) -> bool:
+    """An on/off environment setting that is on unless set to 0, false or no."""
+    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no")
 
 
 def default_project(env: Mapping[str, str] | None = None) -> str:

@@ -5,10 +5,11 @@
     trainer = lightning.Trainer(logger=JobpulseLogger(project="vision", job="resnet-42"))
 
 Works with ``lightning`` (``lightning.pytorch``) and with the older ``pytorch_lightning``.
-Metrics are reported by the global rank 0 process, as Lightning does for its loggers;
-a metric ``"val/acc"`` becomes metric ``val``, variant ``acc`` (see ``Run.log``).
-Hyperparameters become the job's config. The run is started on first use, or pass one
-made with ``jobpulse.init`` as ``run=``; a run the logger started is finished by it.
+Every process of a distributed run (DDP) is a rank of the job: each starts its own run, a worker named from its
+rank (``jobpulse.sdk.env`` reads it from the launcher, or from the process group Lightning's DDP joined), and
+reports its own metrics and console; a metric ``"val/acc"`` becomes metric ``val``, variant ``acc`` (see
+``Run.log``). Hyperparameters become the job's config, from global rank 0. The run is started on first use, or
+pass one made with ``jobpulse.init`` as ``run=``; a run the logger started is finished by it.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from collections.abc import Mapping
 from typing import Any
 
 try:
-    from lightning.pytorch.loggers.logger import Logger, rank_zero_experiment
+    from lightning.pytorch.loggers.logger import Logger
     from lightning.pytorch.utilities import rank_zero_only
 except ImportError:  # the older package name
-    from pytorch_lightning.loggers.logger import Logger, rank_zero_experiment
+    from pytorch_lightning.loggers.logger import Logger
     from pytorch_lightning.utilities import rank_zero_only
 
 from jobpulse.sdk.run import Run
@@ -77,9 +78,8 @@ class JobpulseLogger(Logger):
         return self._run.job if self._run is not None else (self._job or "")
 
     @property
-    @rank_zero_experiment
     def experiment(self) -> Run:
-        """The jobpulse run (started on first use)."""
+        """The jobpulse run of this process (started on first use, on every rank)."""
         if self._run is None:
             self._run = init(self._project, self._job, self._worker, **self._options)
         return self._run
@@ -90,11 +90,9 @@ class JobpulseLogger(Logger):
             params = vars(params)
         self.experiment.set_config(flatten(params or {}))
 
-    @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         self.experiment.log(metrics, step=step)
 
-    @rank_zero_only
     def finalize(self, status: str) -> None:
         if self._run is not None and self._owns_run:
             self._run.finish(_STATUS.get(status, "completed"))

@@ -35,7 +35,7 @@ import orjson
 from jobpulse.credentials import load_credentials
 from jobpulse.sdk import checks
 from jobpulse.sdk.console import Console
-from jobpulse.sdk.env import Placement, detect_placement, run_names
+from jobpulse.sdk.env import Placement, detect_placement, env_flag, env_float, run_names
 from jobpulse.sdk.media import snapshot
 from jobpulse.sdk.problems import Problems
 from jobpulse.sdk.sender import Delivery, Sender, SenderConfig
@@ -61,18 +61,6 @@ from jobpulse.sdk.wire import (
 STATUSES = ("completed", "failed", "stopped")
 _time_ns = time.time_ns
 _runs: weakref.WeakSet[Run] = weakref.WeakSet()
-
-
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ[name])
-    except (KeyError, ValueError):
-        return default
-
-
-def _env_flag(name: str) -> bool:
-    """An on/off environment setting that is on unless set to 0, false or no."""
-    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no")
 
 
 class Run:
@@ -125,10 +113,10 @@ class Run:
         if never_raise is None:
             never_raise = checks.check_flag(os.environ.get("JOBPULSE_NEVER_RAISE"), "JOBPULSE_NEVER_RAISE")
         if init_timeout is None:
-            init_timeout = _env_float("JOBPULSE_INIT_TIMEOUT", 10.0)
+            init_timeout = env_float("JOBPULSE_INIT_TIMEOUT", 10.0)
         creds = load_credentials(url, api_key)
         self.url = creds.url
-        self.flush_timeout = _env_float("JOBPULSE_FLUSH_TIMEOUT", 10.0) if flush_timeout is None else flush_timeout
+        self.flush_timeout = env_float("JOBPULSE_FLUSH_TIMEOUT", 10.0) if flush_timeout is None else flush_timeout
         self.delivery: Delivery | None = None
         self.status: str | None = None
 
@@ -142,14 +130,10 @@ class Run:
         self._finish_lock = threading.Lock()
 
         if capture_console is None:
-            # `jobpulse run` captures the process's output itself and says so with JOBPULSE_CAPTURE_CONSOLE=0.
-            capture_console = _env_flag("JOBPULSE_CAPTURE_CONSOLE")
-        # `jobpulse run` reports the start and end of its worker (with the command's exit code) itself, and says so
-        # with JOBPULSE_WORKER_STATUS=0: every rank the command launches shares that worker, and one rank completing
-        # must not end it while the others still run (a rank that failed or was stopped still says so). A run
-        # given another job or worker reports its own.
-        wrapped = (os.environ.get("JOBPULSE_JOB"), os.environ.get("JOBPULSE_WORKER")) == (self.job, self.worker)
-        self._worker_status = _env_flag("JOBPULSE_WORKER_STATUS") or not wrapped
+            capture_console = env_flag("JOBPULSE_CAPTURE_CONSOLE")
+        # Each rank ends its own worker, under `jobpulse run` too (its node worker ends with the command);
+        # JOBPULSE_WORKER_STATUS=0 leaves a completed worker's end to whoever runs the process (it still registers).
+        self._worker_status = env_flag("JOBPULSE_WORKER_STATUS")
 
         job_path = f"/jp/v1/jobs/{quote(self.job)}"
         self._worker_path = f"{job_path}/workers/{quote(self.worker)}"
@@ -165,11 +149,10 @@ class Run:
         self._problems = Problems(self._console.stderr_stream() if capture_console else None)
         if not registered:
             self._q.append((REQUEST, registration))  # sent by the sender, kept in the spool while need be
-        if self._worker_status:
-            self._put_worker({"status": "running", "host": self.placement.host})
+        self._put_worker({"status": "running", **self.placement.worker_fields()})
 
         root = Path(spool_dir) if spool_dir is not None else default_root()
-        spool_bytes = spool_max_bytes or int(_env_float("JOBPULSE_SPOOL_MAX_BYTES", 1 << 30))
+        spool_bytes = spool_max_bytes or int(env_float("JOBPULSE_SPOOL_MAX_BYTES", 1 << 30))
         cfg = SenderConfig(
             url=creds.url,
             api_key=creds.api_key,

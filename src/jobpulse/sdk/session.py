@@ -29,11 +29,14 @@ def init(
     ``project`` defaults to ``JOBPULSE_PROJECT`` or "default"; ``job`` to ``JOBPULSE_JOB``,
     the launcher's run id (torchrun, SLURM), or a new id; ``worker`` to ``JOBPULSE_WORKER``
     or ``worker-{rank}``, the rank read from the launcher (``RANK``, ``SLURM_PROCID``,
-    ``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``, ...). The server URL and API key come from
+    ``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``, ...). A rank's worker is registered with its host, its
+    node (``JOBPULSE_NODE``, which ``jobpulse run`` sets, else ``node-<node rank>``) and its local
+    rank (``jobpulse.sdk.env``). The server URL and API key come from
     ``url=``/``api_key=``, ``JOBPULSE_URL``/``JOBPULSE_API_KEY``, or the credentials file.
 
     Other options (keywords): ``name``, ``capture_console`` (True unless
-    ``JOBPULSE_CAPTURE_CONSOLE=0``, which ``jobpulse run`` sets), ``flush_timeout``
+    ``JOBPULSE_CAPTURE_CONSOLE=0``; under ``jobpulse run`` too, which then leaves the lines to this
+    worker, ``jobpulse.sdk.passthrough``), ``flush_timeout``
     (``JOBPULSE_FLUSH_TIMEOUT`` or 10 s: the longest wait at exit), ``flush_interval`` (1 s),
     ``spool_dir`` (``JOBPULSE_SPOOL_DIR`` or ``~/.cache/jobpulse/spool``), ``spool_max_bytes``
     (1 GiB per worker), ``replay_spool`` (True: send what dead processes left in the spool),

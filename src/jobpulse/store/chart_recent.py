@@ -5,10 +5,10 @@ A chart of a long series reads a few thousand blocks of the chart rollup (``scal
 the request together, and a live job's chart changes with every batch, so the memory of answers misses on
 nearly every refresh. The store that sees every write keeps here what the rollup holds at its coarse levels
 (blocks of at least ``KEPT_LEVELS`` per axis: 512 iterations, 65.5 s) for the jobs whose points it wrote from
-their first: per series, axis, level and block the sums, counts, finite minimum and maximum, last point and
-x range, merged as the table merges them. The chart of a series that reads one of these levels (the whole of
-a series of millions of points, or days of one) is then computed from here without a query: the same
-buckets the rollup's query gives.
+their first: per series (job, metric, variant and worker), axis, level and block the sums, counts, finite
+minimum and maximum, last point and x range, merged as the table merges them. The chart of a series that reads
+one of these levels (the whole of a series of millions of points, or days of one) is then computed from here
+without a query: the same buckets the rollup's query gives.
 
 A job's blocks are runs of rows sorted by series key (series, axis, level) and block, one row per block in a
 run: a batch's rows make a run of their own, and the last two runs are merged while the last holds at least
@@ -42,7 +42,8 @@ Blocks = dict[str, np.ndarray]  # a column each, sorted by key and block, one ro
 @dataclass
 class _Job:
     deletions: int
-    ids: dict[str, dict[str, int]] = field(default_factory=dict)  # metric -> variant -> its series' number
+    # metric -> variant -> worker -> its series' number (each worker, or rank, reports series of its own)
+    ids: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     series: int = 0  # numbers given
     runs: list[Blocks] = field(default_factory=list)  # rows sorted by key and block; the later, the shorter
     size: int = 0  # rows of all runs
@@ -107,10 +108,12 @@ class RecentCharts(RecentJobs[_Job]):
         blocks: tuple[int, int],
         lo: int,
         width: int,
+        chosen: set[tuple[str, str, str]] | None = None,
     ) -> pa.Table | None:
         """What the rollup's chart query answers for buckets of ``width`` from ``lo`` over the blocks ``blocks``
-        (first, last) of ``level``: per job, variant and bucket ``b``, mean, min, max, last, count, x_first and
-        x_last, ordered by job, variant and b. None unless every one of ``jobs`` is kept and ``level`` is."""
+        (first, last) of ``level``: per job, variant, worker and bucket ``b``, mean, min, max, last, count, x_first
+        and x_last, ordered by job, variant, worker and b; only the (job, variant, worker) series ``chosen`` (all:
+        None). None unless every one of ``jobs`` is kept and ``level`` is."""
         if level < self._levels[axis]:
             return None
         size = 1 << level
@@ -120,29 +123,32 @@ class RecentCharts(RecentJobs[_Job]):
             if any(job is None for job in kept):
                 return None
             for name, job in sorted(zip(jobs, kept, strict=True), key=lambda pair: pair[0]):
-                for variant, series in sorted(job.ids.get(metric, {}).items()):
-                    if variants is None or variant in variants:
-                        part = _buckets(job.rows(_key(series, axis, level), blocks), size, lo, width)
-                        if part is not None:
-                            parts.append((name, variant, part))
+                for variant, workers in sorted(job.ids.get(metric, {}).items()):
+                    if variants is not None and variant not in variants:
+                        continue
+                    for worker, series in sorted(workers.items()):
+                        if chosen is None or (name, variant, worker) in chosen:
+                            part = _buckets(job.rows(_key(series, axis, level), blocks), size, lo, width)
+                            if part is not None:
+                                parts.append((name, variant, worker, part))
         return _table(parts)
 
 
 def _run(job: _Job, rows: pa.Table) -> Blocks:
     """One job's rollup ``rows`` as a run: keyed by the job's numbers of their series, one row per key and block."""
-    codes, names = row_keys(rows, ("metric", "variant"))
-    ids = np.array([_series_id(job, metric, variant) for metric, variant in names], dtype=np.int64)
+    codes, names = row_keys(rows, ("metric", "variant", "worker"))
+    ids = np.array([_series_id(job, *name) for name in names], dtype=np.int64)
     axis = rows.column("axis").to_numpy().astype(np.int64)
     level = rows.column("level").to_numpy().astype(np.int64)
     return _merged({"key": _key(ids[codes], axis, level), **_columns(rows)})
 
 
-def _series_id(job: _Job, metric: str, variant: str) -> int:
+def _series_id(job: _Job, metric: str, variant: str, worker: str) -> int:
     """The number of a series of ``job`` in its keys, given at its first rows."""
-    variants = job.ids.setdefault(metric, {})
-    if variant not in variants:
-        variants[variant], job.series = job.series, job.series + 1
-    return variants[variant]
+    workers = job.ids.setdefault(metric, {}).setdefault(variant, {})
+    if worker not in workers:
+        workers[worker], job.series = job.series, job.series + 1
+    return workers[worker]
 
 
 def _columns(rows: pa.Table) -> Blocks:
@@ -203,20 +209,24 @@ def _buckets(rows: Blocks, size: int, lo: int, width: int) -> Blocks | None:
     return {name: column[held] for name, column in out.items()} if held.any() else None
 
 
-def _table(parts: list[tuple[str, str, Blocks]]) -> pa.Table:
-    """The buckets of each (job, variant, buckets) of ``parts`` as one table of the chart query's columns."""
+def _table(parts: list[tuple[str, str, str, Blocks]]) -> pa.Table:
+    """The buckets of each (job, variant, worker, buckets) of ``parts`` as one table of the chart query's columns."""
 
     def joined(name: str) -> np.ndarray:
-        return np.concatenate([part[name] for _, _, part in parts]) if parts else np.zeros(0)
+        return np.concatenate([part[-1][name] for part in parts]) if parts else np.zeros(0)
 
-    lengths = [len(part["b"]) for _, _, part in parts]
+    def repeated(at: int) -> pa.Array:
+        return pa.array(np.repeat([part[at] for part in parts], lengths).tolist(), pa.string())
+
+    lengths = [len(part[-1]["b"]) for part in parts]
     n, low, high = joined("n"), joined("min"), joined("max")
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = joined("total") / n
     return pa.table(
         {
-            "job": pa.array(np.repeat([job for job, _, _ in parts], lengths).tolist(), pa.string()),
-            "variant": pa.array(np.repeat([variant for _, variant, _ in parts], lengths).tolist(), pa.string()),
+            "job": repeated(0),
+            "variant": repeated(1),
+            "worker": repeated(2),
             "b": pa.array(joined("b").astype(np.int64)),
             "mean": pa.array(mean, pa.float64(), mask=n == 0),
             "min": pa.array(low, pa.float64(), mask=np.isposinf(low)),

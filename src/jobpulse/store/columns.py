@@ -43,6 +43,10 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("updated", _MS),
             ("deleted", pa.uint8()),
             ("version", pa.uint64()),
+            ("kind", pa.string()),
+            ("node", pa.string()),
+            ("rank", pa.int32()),
+            ("local_rank", pa.int32()),
         ]
     ),
     "scalars": pa.schema(

@@ -1,6 +1,7 @@
 """Each series' summary row for a batch of points (``scalars_latest``), computed with numpy beside the insert.
 
-The row of a series holds its last point as ``(iter, inserted, value)``, its first and last iteration and time,
+A series is (job, metric, variant, worker): each worker (rank) of a job reports series of its own. The row of a
+series holds its last point as ``(iter, inserted, value)``, its first and last iteration and time,
 the minimum and maximum of its finite values, and its number of points; the table keeps the maximum, minimum or
 sum of each column over all batches, so its merged row summarises every point the series was sent. The same
 row is defined in SQL by ``schema.LATEST_SELECT`` (which builds it in upgrades); ``tests/test_latest.py`` holds
@@ -15,18 +16,18 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .rollup import LAST_POINT, by_series_then_x
+from .rollup import LAST_POINT, SERIES_COLUMNS, by_series_then_x
 
 
 def latest_rows(
     points: pa.Table,
     codes: np.ndarray,
-    series: list[tuple[str, str, str]],
+    series: list[tuple[str, str, str, str]],
     inserted_us: int,
     replacing: np.ndarray | None = None,
 ) -> pa.Table:
     """The summary row of each series of ``points`` (columns ``iter``, ``ts``, ``value``; at most one point per
-    series and iteration), whose row ``i`` belongs to ``series[codes[i]]`` (job, metric, variant). ``replacing``
+    series and iteration), whose row ``i`` belongs to ``series[codes[i]]`` (job, metric, variant, worker). ``replacing``
     holds the codes of the points that replace stored ones: a series' count leaves them out, so a re-reported
     iteration (a run resumed from a checkpoint) counts once."""
     iters = points.column("iter").to_numpy()
@@ -43,7 +44,8 @@ def latest_rows(
     points_of = np.diff(np.append(starts, len(codes))).astype(np.uint64)
     if replacing is not None and len(replacing):
         points_of -= np.bincount(replacing, minlength=len(series)).astype(np.uint64)[codes[starts]]
-    names = [pa.array([series[code][i] for code in codes[starts].tolist()], pa.string()) for i in range(3)]
+    heads = codes[starts].tolist()
+    names = [pa.array([series[code][i] for code in heads], pa.string()) for i in range(len(SERIES_COLUMNS))]
     last = pa.StructArray.from_arrays(
         [
             pa.array(iters[ends]),
@@ -54,9 +56,7 @@ def latest_rows(
     )
     return pa.table(
         {
-            "job": names[0],
-            "metric": names[1],
-            "variant": names[2],
+            **dict(zip(SERIES_COLUMNS, names, strict=True)),
             "last": last,
             "first_iter": pa.array(iters[starts]),
             "last_iter": pa.array(iters[ends]),

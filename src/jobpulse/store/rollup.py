@@ -18,6 +18,8 @@ import pyarrow as pa
 
 from .schema import ROLLUP_LEVELS
 
+# the columns that name a scalar series: each worker (rank) of a job reports series of its own
+SERIES_COLUMNS = ("job", "metric", "variant", "worker")
 # the ``last`` of a row that takes points back out: smaller than any point's, so it never wins a maximum
 _NO_LAST_X = -9_223_372_036_854_775_807
 # the type of a ``last`` column, as the rollup and the series' summary (latest.py) store it: (x, inserted, value)
@@ -27,14 +29,14 @@ LAST_POINT = pa.struct([("x", pa.int64()), ("inserted", pa.timestamp("us")), ("v
 def rollup_rows(
     points: pa.Table,
     codes: np.ndarray,
-    series: list[tuple[str, str, str]],
+    series: list[tuple[str, str, str, str]],
     inserted_us: int,
     *,
     sign: int = 1,
     levels: dict[int, tuple[int, ...]] = ROLLUP_LEVELS,
 ) -> pa.Table:
     """The rollup rows of ``points`` (columns ``iter``, ``ts``, ``value``), whose row ``i`` belongs to the
-    series ``series[codes[i]]`` (job, metric, variant), inserted at ``inserted_us`` (microseconds). The rows
+    series ``series[codes[i]]`` (job, metric, variant, worker), inserted at ``inserted_us`` (microseconds). The rows
     of a series come in iteration order (the writer's), so that of points at one x (the time axis) the last
     is the one of the highest iteration, as the SQL definition picks it.
 
@@ -50,7 +52,7 @@ def rollup_rows(
     ]
     rows = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
     count = len(rows["code"])
-    names = [pa.array([s[i] for s in series], pa.string()) for i in range(3)]
+    names = [pa.array([s[i] for s in series], pa.string()) for i in range(len(SERIES_COLUMNS))]
     code_array = pa.array(rows["code"])
     if sign > 0:
         no_finite = rows["n"] == 0
@@ -76,9 +78,7 @@ def rollup_rows(
         )
     return pa.table(
         {
-            "job": names[0].take(code_array),
-            "metric": names[1].take(code_array),
-            "variant": names[2].take(code_array),
+            **{name: names[i].take(code_array) for i, name in enumerate(SERIES_COLUMNS)},
             "axis": pa.array(rows["axis"], pa.uint8()),
             "level": pa.array(rows["level"], pa.uint8()),
             "block": pa.array(rows["block"]),

@@ -1,4 +1,5 @@
-"""Training scalars: catalogue, downsampled charts, full-resolution pages and latest values."""
+"""Training scalars: downsampled charts (and, from ``ScalarReads``, the catalogue, full-resolution pages and latest
+values). A chart shows the leader's series by default, every worker's, or their envelope (``ranks.py``)."""
 
 from __future__ import annotations
 
@@ -6,25 +7,27 @@ import math
 import re
 from typing import Any, Literal
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import BadRequest
+from . import ranks
 from .catalogue import Catalogue
 from .changes import Changes
 from .chart_recent import RecentCharts
 from .engine import Engine
 from .memory import Memory, copy_series
+from .ranks import Extent, JobLeaders, Series
+from .scalar_reads import MAX_PAGE, POINT_FIELDS, ScalarReads, series_where
 from .schema import ROLLUP_LEVELS
-from .series import run_starts, split_series
+from .series import split_series
 
 Axis = Literal["iter", "time"]
 _BUCKET_VALUES = ("mean", "min", "max", "last", "count", "x_first", "x_last")
 _PARAMETER = re.compile(r"\{(\w+):")  # a query parameter's name, as in {lo:Int64}
 MAX_BUCKETS = 10_000
-MAX_PAGE = 200_000
-POINT_FIELDS = frozenset({"variant", "iter", "ts", "value"})
+__all__ = ["MAX_BUCKETS", "MAX_PAGE", "POINT_FIELDS", "Scalars"]
+Plan = tuple[str, dict[str, Any], dict[str, Any], str]  # a chart's query, its parameters, its fields, its mode
 
 
 def _query_each(engine: Engine, queries: list[tuple[str, dict[str, Any]]], order: str) -> list[pa.Table]:
@@ -49,7 +52,7 @@ def _x_expr(axis: Axis) -> str:
     return "iter" if axis == "iter" else "toUnixTimestamp64Milli(ts)"
 
 
-class Scalars:
+class Scalars(ScalarReads):
     def __init__(
         self,
         engine: Engine,
@@ -59,59 +62,47 @@ class Scalars:
         *,
         remembered: int = 128,
         recent: RecentCharts | None = None,
+        job_leaders: JobLeaders | None = None,
     ) -> None:
         """``recent``: the coarse blocks of the chart rollup kept in memory, which charts are computed from where
-        it holds them."""
+        it holds them; ``job_leaders``: the ``leader`` field of each of some jobs (``ranks.py``)."""
+        super().__init__(engine, db, catalogue, job_leaders)
         self._recent = recent
-        self._engine = engine
-        self._db = db
         self._changes = changes
-        self._catalogue = catalogue
         self._memory = Memory(remembered)
-
-    def metrics(self, job: str) -> list[dict[str, Any]]:
-        """Every metric of ``job`` with its variants, points and x extent."""
-        rows = self._engine.query(
-            f"""SELECT metric, variant, min(first_iter) AS first_iter, max(last_iter) AS last_iter,
-                toUnixTimestamp64Milli(min(first_ts)) AS first_ts, toUnixTimestamp64Milli(max(last_ts)) AS last_ts,
-                sum(points) AS points
-            FROM {self._db}.scalars_latest WHERE job = {{job:String}}
-            GROUP BY metric, variant ORDER BY metric, variant""",
-            {"job": job},
-        ).to_pylist()
-        out: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            entry = out.setdefault(row["metric"], {"metric": row["metric"], "variants": []})
-            entry["variants"].append(
-                {k: row[k] for k in ("variant", "first_iter", "last_iter", "first_ts", "last_ts", "points")}
-            )
-        return list(out.values())
 
     def _extents(
         self, jobs: list[str], series: list[tuple[str, list[str] | None]], axis: Axis
-    ) -> list[tuple[int, int, tuple] | None]:
-        """The x extent and a version of each (metric, variants) of ``series``, read by one query: their point
-        counts and last insert time change with every point stored (a new one, a replacement, a report after the
-        job's data was deleted). None for a series without points."""
+    ) -> list[tuple[int, int, tuple, dict[Series, Extent]] | None]:
+        """The x extent, a version and the series per worker with their extents of each (metric, variants) of
+        ``series``, read by one query: their point counts and last insert time change with every point stored (a
+        new one, a replacement, a report after the job's data was deleted). None for a series without points."""
         if not series:
             return []
         lo, hi = ("first_iter", "last_iter") if axis == "iter" else ("first_ts", "last_ts")
         conv = "" if axis == "iter" else "toUnixTimestamp64Milli"
         queries = []
         for metric, variants in series:
-            where, params = self._where(jobs, metric, variants)
+            where, params = series_where(jobs, metric, variants)
             sql = (
                 f"SELECT {conv}(min({lo})) AS lo, {conv}(max({hi})) AS hi, count() AS n, sum(points) AS points, "
                 f"toUnixTimestamp64Micro(max(tupleElement(last, 2))) AS inserted, min(first_iter) AS i0, "
-                f"max(last_iter) AS i1 FROM {self._db}.scalars_latest WHERE {where}"
+                f"max(last_iter) AS i1, groupArray((job, variant, toString(worker), first_iter, last_iter, "
+                f"toUnixTimestamp64Milli(first_ts), toUnixTimestamp64Milli(last_ts))) AS parts "
+                f"FROM {self._db}.scalars_latest WHERE {where}"
             )
             queries.append((sql, params))
         rows = [table.to_pylist()[0] for table in _query_each(self._engine, queries, "n")]
         return [
-            (int(row["lo"]), int(row["hi"]), (row["points"], row["inserted"], row["i0"], row["i1"]))
+            (
+                int(row["lo"]),
+                int(row["hi"]),
+                (row["points"], row["inserted"], row["i0"], row["i1"]),
+                _merged_parts(metric, row["parts"]),
+            )
             if row["n"] and row["lo"] is not None
             else None
-            for row in rows
+            for (metric, _), row in zip(series, rows, strict=True)
         ]
 
     def chart(
@@ -124,8 +115,14 @@ class Scalars:
         buckets: int = 1000,
         x_min: int | None = None,
         x_max: int | None = None,
+        workers: str = "leader",
+        worker: str | None = None,
     ) -> dict[str, Any]:
         """About ``buckets`` buckets of one shared width over one x-range for every job and variant.
+
+        Each job and variant shows its leader's series (``workers`` ``leader``), one series per worker (``all``,
+        each naming its ``worker``), or their envelope (``envelope``: per bucket ``min``, ``median`` and ``max``
+        of the workers' means, and how many ``workers`` have one); ``worker`` names one worker to show instead.
 
         Each bucket carries the mean, min and max of its finite values, its last value (by x) and
         its point count, so a spike inside a bucket stays visible. A chart asked for again while its
@@ -138,7 +135,8 @@ class Scalars:
         coarse blocks of jobs this store wrote are kept in its memory (``chart_recent.py``), and a chart
         reading them is computed without a query.
         """
-        return self.charts(jobs, [(metric, variants, x_min, x_max)], axis=axis, buckets=buckets)[0]
+        asked = [(metric, variants, x_min, x_max)]
+        return self.charts(jobs, asked, axis=axis, buckets=buckets, workers=workers, worker=worker)[0]
 
     def charts(
         self,
@@ -147,31 +145,36 @@ class Scalars:
         *,
         axis: Axis = "iter",
         buckets: int = 1000,
+        workers: str = "leader",
+        worker: str | None = None,
     ) -> list[dict[str, Any]]:
         """``chart`` of each (metric, variants, x_min, x_max) of ``asked``; those not remembered are read together,
         by one query."""
         if not 1 <= buckets <= MAX_BUCKETS:
             raise BadRequest(f"'buckets' must be between 1 and {MAX_BUCKETS}", field="buckets")
+        ranks.check_mode(workers)
         answers: list[Any] = []  # a chart, or None until read
         missing = []
         written = self._changes.version(jobs)
         # where others write too, each series' own version comes with its extent, all read by one query
         read = self._extents(jobs, [(m, v) for m, v, _, _ in asked], axis) if written is None else None
         for i, (metric, variants, x_min, x_max) in enumerate(asked):
-            series = (tuple(jobs), metric, tuple(variants) if variants is not None else None, axis)
-            key = (*series, buckets, x_min, x_max)
+            series = (tuple(jobs), metric, tuple(variants) if variants is not None else None)
             if read is not None:
-                extent = version = read[i]
+                version, parts = (read[i][:3], read[i][3]) if read[i] is not None else (None, {})
             else:
-                version = written
-                extent = self._remembered_extent(series, version)
+                version, parts = written, self._remembered_parts(series, written)
+            chosen = ranks.chosen(parts, workers, worker, self._job_leaders)
+            extent = ranks.extent_of(parts, chosen, axis)
             if extent is None:
                 answers.append({"metric": metric, "axis": axis, "range": None, "bucket_width": None, "series": []})
                 continue
+            only = None if chosen == set(parts) else sorted(chosen)
+            key = (*series, axis, buckets, x_min, x_max, workers, tuple(only or ()))
             kept = self._memory.get(key, version)
             if kept is None:
-                plan = self._planned(jobs, metric, variants, axis, buckets, x_min, x_max, extent[:2])
-                missing.append((len(answers), key, version, plan))
+                plan = self._planned(jobs, metric, variants, axis, buckets, (x_min, x_max), extent, only)
+                missing.append((len(answers), key, version, (*plan, workers)))
             answers.append(kept)
         computed = [self._from_recent(jobs, plan) for _, _, _, plan in missing]
         read = iter(self._read_charts([m[3] for m, chart in zip(missing, computed, strict=True) if chart is None]))
@@ -181,10 +184,10 @@ class Scalars:
             answers[at] = chart
         return [copy_series(answer) for answer in answers]
 
-    def _from_recent(self, jobs: list[str], plan: tuple[str, dict[str, Any], dict[str, Any]]) -> dict[str, Any] | None:
-        """The chart of ``plan`` (``_planned``) computed from the blocks kept in memory, where its level is kept for
-        every one of ``jobs``; else None (it is read)."""
-        _, params, head = plan
+    def _from_recent(self, jobs: list[str], plan: Plan) -> dict[str, Any] | None:
+        """The chart of ``plan`` (``_planned`` and its mode) computed from the blocks kept in memory, where its level
+        is kept for every one of ``jobs``; else None (it is read)."""
+        _, params, head, mode = plan
         if self._recent is None or "level" not in params:
             return None
         table = self._recent.chart(
@@ -196,23 +199,23 @@ class Scalars:
             blocks=(params["blo"], params["bhi"]),
             lo=params["lo"],
             width=params["w"],
+            chosen={(job, variant, worker) for job, _, variant, worker in params["only"]} if "only" in params else None,
         )
-        return None if table is None else self._chart_of(table, head)
+        return None if table is None else self._chart_of(table, head, mode)
 
-    def _remembered_extent(self, series: tuple, version: tuple) -> tuple[int, ...] | None:
-        """The extent of ``series`` (jobs, metric, variants, axis): from the catalogue where it remembers
-        the jobs, else read once per version of the jobs."""
-        jobs, metric, variants, axis = series
-        variants = list(variants) if variants is not None else None
-        found = self._catalogue.extent(list(jobs), metric, variants, axis)
+    def _remembered_parts(self, series: tuple, version: tuple) -> dict[Series, Extent]:
+        """The series per worker, with their extents, of ``series`` (jobs, metric, variants): from the catalogue
+        where it remembers the jobs, else read once per version of the jobs."""
+        jobs, metric, variants = list(series[0]), series[1], list(series[2]) if series[2] is not None else None
+        found = self._catalogue.series(jobs, metric, variants)
         if found is not None:
-            return found[0]
-        key = ("extent", *series)
-        found = self._memory.get(key, version)
-        if found is None:
-            found = (self._extents(list(jobs), [(metric, variants)], axis)[0],)
-            self._memory.put(key, version, found)
-        return found[0]
+            return found
+        key = ("parts", *series)
+        kept = self._memory.get(key, version)
+        if kept is None:
+            kept = {"parts": self._read_parts(jobs, metric, variants)}
+            self._memory.put(key, version, kept)
+        return kept["parts"]
 
     def _planned(
         self,
@@ -221,58 +224,69 @@ class Scalars:
         variants: list[str] | None,
         axis: Axis,
         buckets: int,
-        x_min: int | None,
-        x_max: int | None,
+        x_range: tuple[int | None, int | None],
         extent: tuple[int, int],
+        only: list[Series] | None,
     ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """The query of one chart's buckets, its parameters, and the chart's fields other than its series."""
-        lo = extent[0] if x_min is None else x_min
-        hi = extent[1] if x_max is None else x_max
+        """The query of one chart's buckets (per job, variant and worker; of the series ``only`` where named), its
+        parameters, and the chart's fields other than its series."""
+        lo = extent[0] if x_range[0] is None else x_range[0]
+        hi = extent[1] if x_range[1] is None else x_range[1]
         if hi < lo:
             raise BadRequest("'x_max' must not be smaller than 'x_min'", field="x_max")
         width = max(1, math.ceil((hi - lo + 1) / buckets))
         axis_id = 0 if axis == "iter" else 1
         level = max((lvl for lvl in ROLLUP_LEVELS[axis_id] if (4 << lvl) <= width), default=None)
-        where, params = self._where(jobs, metric, variants)
+        where, params = series_where(jobs, metric, variants)
+        if only is not None:
+            where += " AND (job, metric, variant, worker) IN {only:Array(Tuple(String, String, String, String))}"
+            params["only"] = only
         if level is not None:
             size = 1 << level
             lo = (lo // size) * size
             width = math.ceil(width / size) * size
             params.update(lo=lo, w=width, size=size, axis=axis_id, level=level, blo=lo // size, bhi=hi // size)
-            sql = f"""SELECT job, variant, intDiv(block * {{size:Int64}} - {{lo:Int64}}, {{w:Int64}}) AS b,
+            sql = f"""SELECT job, variant, worker, intDiv(block * {{size:Int64}} - {{lo:Int64}}, {{w:Int64}}) AS b,
                     sum(sum) / nullIf(sum(n), 0) AS mean, min(min) AS min, max(max) AS max,
                     tupleElement(max(last), 3) AS last, sum(count) AS count,
                     min(first_x) AS x_first, max(last_x) AS x_last
                 FROM {self._db}.scalars_rollup
                 WHERE {where} AND axis = {{axis:UInt8}} AND level = {{level:UInt8}}
                     AND block BETWEEN {{blo:Int64}} AND {{bhi:Int64}}
-                GROUP BY job, variant, b HAVING sum(count) > 0 ORDER BY job, variant, b"""
+                GROUP BY job, variant, worker, b HAVING sum(count) > 0 ORDER BY job, variant, worker, b"""
         else:
             x = _x_expr(axis)
             params.update(lo=lo, hi=hi, w=width)
             if axis == "time":
                 where += self._iters_of_time(where, params, lo, hi)
-            sql = f"""SELECT job, variant, intDiv({x} - {{lo:Int64}}, {{w:Int64}}) AS b,
+            sql = f"""SELECT job, variant, worker, intDiv({x} - {{lo:Int64}}, {{w:Int64}}) AS b,
                     avgIfOrNull(value, isFinite(value)) AS mean, minIfOrNull(value, isFinite(value)) AS min,
                     maxIfOrNull(value, isFinite(value)) AS max, argMax(value, {x}) AS last, toInt64(count()) AS count,
                     min({x}) AS x_first, max({x}) AS x_last
                 FROM {self._db}.scalars FINAL
                 WHERE {where} AND {x} BETWEEN {{lo:Int64}} AND {{hi:Int64}}
-                GROUP BY job, variant, b ORDER BY job, variant, b"""
+                GROUP BY job, variant, worker, b ORDER BY job, variant, worker, b"""
         return sql, params, {"metric": metric, "axis": axis, "range": [lo, hi], "bucket_width": width}
 
-    def _read_charts(self, plans: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
-        """The charts of ``plans`` (``_planned``): several by one query, a ``UNION ALL`` of theirs."""
+    def _read_charts(self, plans: list[Plan]) -> list[dict[str, Any]]:
+        """The charts of ``plans`` (``_planned`` and a mode): several by one query, a ``UNION ALL`` of theirs."""
         if not plans:
             return []
-        tables = _query_each(self._engine, [(sql, params) for sql, params, _ in plans], "job, variant, b")
-        return [self._chart_of(table, head) for table, (_, _, head) in zip(tables, plans, strict=True)]
+        tables = _query_each(self._engine, [(plan[0], plan[1]) for plan in plans], "job, variant, worker, b")
+        return [self._chart_of(table, plan[2], plan[3]) for table, plan in zip(tables, plans, strict=True)]
 
     @staticmethod
-    def _chart_of(table: pa.Table, head: dict[str, Any]) -> dict[str, Any]:
-        """A chart: ``head`` and the series of the buckets of ``table`` (rows of job, variant and bucket ``b``)."""
+    def _chart_of(table: pa.Table, head: dict[str, Any], mode: str) -> dict[str, Any]:
+        """A chart: ``head`` and the series of the buckets of ``table`` (rows of job, variant, worker and bucket
+        ``b``) as ``mode`` shows them (``ranks.py``)."""
         x0, width = head["range"][0], head["bucket_width"]
-        return {**head, "series": split_series(table, ("job", "variant"), "x", x0, width, _BUCKET_VALUES)}
+        series = split_series(table, ("job", "variant", "worker"), "x", x0, width, _BUCKET_VALUES)
+        if mode == "envelope":
+            return {**head, "series": ranks.envelope(series)}
+        if mode == "leader":
+            for one in series:
+                del one["worker"]
+        return {**head, "series": series}
 
     def _iters_of_time(self, where: str, params: dict[str, Any], lo: int, hi: int) -> str:
         """A condition on ``iter`` that keeps a time-range read to the iterations reported then."""
@@ -288,158 +302,14 @@ class Scalars:
         params.update(ilo=row["ilo"], ihi=row["ihi"])
         return " AND iter BETWEEN {ilo:Int64} AND {ihi:Int64}"
 
-    def page(
-        self,
-        job: str,
-        metric: str,
-        *,
-        variant: str | None = None,
-        after: tuple[str, int] | None = None,
-        limit: int = 10_000,
-        fields: frozenset[str] = POINT_FIELDS,
-    ) -> tuple[dict[str, list], tuple[str, int] | None]:
-        """Points at full resolution in (variant, iter) order; answers them and the position after them.
 
-        ``variant`` is answered as a list, ``iter``, ``ts`` (ms) and ``value`` as numpy arrays.
-
-        ``fields`` names the columns to answer (``variant``, ``iter``, ``ts``, ``value``); a column not
-        asked for is not read (``variant`` and ``iter`` still are where the next position needs them).
-        """
-        if not 1 <= limit <= MAX_PAGE:
-            raise BadRequest(f"'limit' must be between 1 and {MAX_PAGE}", field="limit")
-        if not fields or not fields <= POINT_FIELDS:
-            unknown = ", ".join(sorted(fields - POINT_FIELDS)) or "nothing"
-            raise BadRequest(
-                f"'fields' names {unknown}; name some of {', '.join(sorted(POINT_FIELDS))}", field="fields"
-            )
-        where, params = self._where([job], metric, [variant] if variant is not None else None)
-        if after is not None:
-            where += " AND (variant, iter) > ({av:String}, {ai:Int64})"
-            params.update(av=after[0], ai=after[1])
-        params["limit"] = limit
-        read = {"iter"} | set(fields) | ({"variant"} if variant is None else set())
-        columns = ", ".join(
-            {"variant": "variant", "iter": "iter", "ts": "toUnixTimestamp64Milli(ts) AS ts", "value": "value"}[name]
-            for name in ("variant", "iter", "ts", "value")
-            if name in read
-        )
-        table = self._engine.query(
-            f"SELECT {columns} FROM {self._db}.scalars FINAL "
-            f"WHERE {where} ORDER BY variant, iter LIMIT {{limit:UInt32}}",
-            params,
-        )
-        cols: dict[str, Any] = {}
-        if "variant" in read:
-            cols["variant"] = _repeated_text(table.column("variant"))
+def _merged_parts(metric: str, rows: list[dict[str, Any]]) -> dict[Series, Extent]:
+    """The summary rows (job, variant, worker, first and last iteration and time) of ``metric``, merged per series."""
+    out: dict[Series, Extent] = {}
+    for job, variant, worker, i0, i1, t0, t1 in (tuple(row.values()) for row in rows):
+        kept = out.get((job, metric, variant, worker))
+        if kept is None:
+            out[(job, metric, variant, worker)] = [i0, i1, t0, t1]
         else:
-            cols["variant"] = [variant] * table.num_rows
-        cols["iter"] = table.column("iter").to_numpy()
-        if "ts" in read:
-            cols["ts"] = table.column("ts").to_numpy()
-        if "value" in read:
-            cols["value"] = table.column("value").to_numpy()
-        nxt = (cols["variant"][-1], int(cols["iter"][-1])) if table.num_rows == limit else None
-        return {name: column for name, column in cols.items() if name in fields}, nxt
-
-    def points_of(
-        self, job: str, series: list[tuple[str, str]], limit: int = MAX_PAGE
-    ) -> dict[tuple[str, str], dict[str, np.ndarray]] | None:
-        """Every point of each ``(metric, variant)`` of ``series`` in ``job``, read by one query: per series that
-        holds points, ``iter``, ``ts`` (ms) and ``value`` arrays in iteration order. None when the series hold
-        more than ``limit`` points together (read them in parts, or downsampled)."""
-        if not series:
-            return {}
-        table = self._engine.query(
-            f"""SELECT metric, variant, iter, toUnixTimestamp64Milli(ts) AS ts, value FROM {self._db}.scalars FINAL
-            WHERE job = {{job:String}} AND (metric, variant) IN {{series:Array(Tuple(String, String))}}
-            ORDER BY metric, variant, iter LIMIT {{limit:UInt32}}""",
-            {"job": job, "series": [tuple(pair) for pair in series], "limit": limit + 1},
-        )
-        n = table.num_rows
-        if n > limit:
-            return None
-        names = [table.column("metric"), table.column("variant")]
-        starts = run_starts(names)
-        keys = zip(*(column.take(pa.array(starts)).to_pylist() for column in names), strict=True)
-        columns = {name: table.column(name).to_numpy() for name in ("iter", "ts", "value")}
-        bounds = np.append(starts, n)
-        return {
-            key: {name: column[lo:hi] for name, column in columns.items()}
-            for key, lo, hi in zip(keys, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
-        }
-
-    def latest(self, jobs: list[str]) -> list[dict[str, Any]]:
-        """The last value (by iteration) of every metric and variant of each job, with min and max."""
-        if not jobs:
-            return []
-        return self._engine.query(
-            f"""SELECT job, metric, variant, tupleElement(max(last), 3) AS value, max(last_iter) AS iter,
-                toUnixTimestamp64Milli(max(last_ts)) AS ts, min(min_value) AS min, max(max_value) AS max,
-                sum(points) AS points
-            FROM {self._db}.scalars_latest WHERE job IN {{jobs:Array(String)}}
-            GROUP BY job, metric, variant ORDER BY job, metric, variant""",
-            {"jobs": list(jobs)},
-        ).to_pylist()
-
-    def _where(self, jobs: list[str], metric: str, variants: list[str] | None) -> tuple[str, dict[str, Any]]:
-        params: dict[str, Any] = {"metric": metric}
-        if len(jobs) == 1:
-            where = "job = {job:String} AND metric = {metric:String}"
-            params["job"] = jobs[0]
-        else:
-            where = "job IN {jobs:Array(String)} AND metric = {metric:String}"
-            params["jobs"] = list(jobs)
-        if variants is not None:
-            where += " AND variant IN {variants:Array(String)}"
-            params["variants"] = list(variants)
-        return where, params
-
-    def count(self, jobs: list[str], metric: str | None = None, variants: list[str] | None = None) -> int:
-        """The exact number of stored points (a re-reported point counts once)."""
-        if not jobs:
-            return 0
-        where = "job IN {jobs:Array(String)}"
-        params: dict[str, Any] = {"jobs": list(jobs)}
-        if metric is not None:
-            where += " AND metric = {metric:String}"
-            params["metric"] = metric
-        if variants is not None:
-            where += " AND variant IN {variants:Array(String)}"
-            params["variants"] = list(variants)
-        table = self._engine.query(f"SELECT count() AS n FROM {self._db}.scalars FINAL WHERE {where}", params)
-        return int(table.column("n")[0].as_py())
-
-    def at_iter(self, jobs: list[str], iteration: int) -> list[dict[str, Any]]:
-        """Every point reported at ``iteration`` by ``jobs`` (e.g. single values), by job, metric, variant."""
-        if not jobs:
-            return []
-        return self._engine.query(
-            f"""SELECT job, metric, variant, toUnixTimestamp64Milli(ts) AS ts, value
-            FROM {self._db}.scalars FINAL WHERE job IN {{jobs:Array(String)}} AND iter = {{it:Int64}}
-            ORDER BY job, metric, variant""",
-            {"jobs": list(jobs), "it": iteration},
-        ).to_pylist()
-
-    def recent_mean(self, job: str, last: int = 100) -> list[dict[str, Any]]:
-        """Per metric and variant: the mean of the finite values among its ``last`` points by iteration."""
-        return self._engine.query(
-            f"""SELECT metric, variant, avgIfOrNull(value, isFinite(value)) AS mean, count() AS points
-            FROM (SELECT metric, variant, iter, value FROM {self._db}.scalars FINAL WHERE job = {{job:String}}
-                  ORDER BY metric, variant, iter DESC LIMIT {{last:UInt32}} BY metric, variant)
-            GROUP BY metric, variant ORDER BY metric, variant""",
-            {"job": job, "last": last},
-        ).to_pylist()
-
-
-def _repeated_text(column: pa.ChunkedArray) -> list[str]:
-    """A text column as a list, built from its runs: a page usually holds one or a few variants."""
-    runs = pc.run_end_encode(column.combine_chunks()) if len(column) else None
-    if runs is None:
-        return []
-    ends, values = runs.run_ends.to_pylist(), runs.values.to_pylist()
-    out: list[str] = []
-    start = 0
-    for end, value in zip(ends, values, strict=True):
-        out.extend([value] * (end - start))
-        start = end
+            kept[:] = [min(kept[0], i0), max(kept[1], i1), min(kept[2], t0), max(kept[3], t1)]
     return out

@@ -5,6 +5,9 @@ resent row twice, so before inserting logs and system samples the writer looks u
 keys already stored in the batch's time range of each job and keeps only the new rows. The system
 samples it stores are counted in the in-memory per-minute rollup too (``system_recent.py``).
 
+A point's key is (job, metric, variant, worker, iter): each worker (rank) of a job reports series of its own,
+so a rank's point never replaces another rank's, and everything below works per such series.
+
 Scalars feed sums too: the writer inserts the chart rollup's blocks of each batch (``rollup.py``)
 and each series' summary row (``latest.py``) itself, both before the points. A resent point
 identical to the stored one is dropped, and a point that replaces a stored one with another value
@@ -33,7 +36,7 @@ from .changes import Changes
 from .chart_recent import RecentCharts
 from .engine import Engine
 from .latest import latest_rows
-from .rollup import by_series, by_series_then_x, rollup_rows
+from .rollup import SERIES_COLUMNS, by_series, by_series_then_x, rollup_rows
 from .series import one_value, row_keys
 from .system_recent import RecentSystem
 
@@ -248,9 +251,9 @@ class Writer:
         # Without FINAL (which cost ~40 ms per batch even when nothing matched): older versions of a
         # point come first, so the newest one is what ``old`` keeps below.
         stored = self._engine.query(
-            f"""SELECT job, metric, variant, iter, value, toUnixTimestamp64Milli(ts) AS ts
+            f"""SELECT job, metric, variant, worker, iter, value, toUnixTimestamp64Milli(ts) AS ts
             FROM {self._db}.scalars
-            WHERE (job, metric, variant) IN {{series:Array(Tuple(String, String, String))}}
+            WHERE (job, metric, variant, worker) IN {{series:Array(Tuple(String, String, String, String))}}
                 AND iter BETWEEN {{lo:Int64}} AND {{hi:Int64}}
             ORDER BY inserted""",
             {
@@ -261,18 +264,16 @@ class Writer:
         )
         if stored.num_rows == 0:
             return _NewPoints(table, codes, series)
+        names = (*SERIES_COLUMNS, "iter")
         old = {
-            (j, m, v, i): (val, ts)
-            for j, m, v, i, val, ts in zip(
-                *(stored.column(c).to_pylist() for c in ("job", "metric", "variant", "iter", "value", "ts")),
-                strict=True,
-            )
+            row[:-2]: row[-2:]
+            for row in zip(*(stored.column(c).to_pylist() for c in (*names, "value", "ts")), strict=True)
         }
         keep = np.ones(table.num_rows, dtype=bool)
         replaced: list[tuple[int, int, float, int]] = []  # code, iter, stored value, stored ts
-        columns = [table.column(c).to_pylist() for c in ("job", "metric", "variant", "iter", "value")]
+        columns = [table.column(c).to_pylist() for c in (*names, "value")]
         ts_ms = pc.cast(table.column("ts"), pa.int64()).to_pylist()
-        for i, (key, value, ts) in enumerate(zip(zip(*columns[:4], strict=True), columns[4], ts_ms, strict=True)):
+        for i, (key, value, ts) in enumerate(zip(zip(*columns[:-1], strict=True), columns[-1], ts_ms, strict=True)):
             found = old.get(key)
             if found is None:
                 continue
@@ -280,7 +281,7 @@ class Writer:
             if same_value and found[1] == ts:
                 keep[i] = False
             else:
-                replaced.append((int(codes[i]), key[3], found[0], found[1]))
+                replaced.append((int(codes[i]), key[-1], found[0], found[1]))
         if not keep.all():
             table, codes = table.filter(pa.array(keep)), codes[keep]
         if not replaced:
@@ -299,8 +300,8 @@ class Writer:
 def _last_per_key(
     table: pa.Table,
 ) -> tuple[pa.Table, np.ndarray, list[Series], np.ndarray, np.ndarray]:
-    """Keep only the last row of each (job, metric, variant, iter) within one batch, in the table's key order;
-    answers the table, the series code of each of its rows, the series (job, metric, variant) each code names
+    """Keep only the last row of each (job, metric, variant, worker, iter) within one batch, in the table's key order;
+    answers the table, the series code of each of its rows, the series (job, metric, variant, worker) each code names
     (in key order too), and each series' first and last iteration.
 
     Rows in key order are what the engine stores: JSON lines interleave the series step by step, and 100,000
@@ -337,8 +338,8 @@ def _in_key_order(codes: np.ndarray, series: list[Series]) -> tuple[np.ndarray, 
 
 
 def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[Series]]:
-    """A code per row naming its (job, metric, variant), and the series each code names."""
-    return row_keys(table, ("job", "metric", "variant"))  # type: ignore[return-value]
+    """A code per row naming its (job, metric, variant, worker), and the series each code names."""
+    return row_keys(table, SERIES_COLUMNS)  # type: ignore[return-value]
 
 
 def _first_of_each_key(table: pa.Table, names: tuple[str, ...], ts_ms: np.ndarray) -> np.ndarray:

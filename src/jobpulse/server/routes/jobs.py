@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from ...errors import BadRequest
 from ...ingest.limits import MAX_DEPTH, depth
 from ...store import ApiKey, Job
-from ...store.jobs import STATUSES, check_at, check_job, check_project, check_worker
+from ...store.jobs import STATUSES, check_at, check_job, check_placement, check_project, check_worker
 from ..context import caller, context, page_args
 from ..responses import JSON
 
@@ -25,7 +25,16 @@ _EDITABLE = {
     "config": dict,
     "instance_type": dict,
 }
-_WORKER_EDITABLE = {"status": str, "exit_code": int, "host": str}
+# placement (kind, node, rank, local_rank): where the worker sits in the job's nodes and ranks, store/jobs.py
+_WORKER_EDITABLE = {
+    "status": str,
+    "exit_code": int,
+    "host": str,
+    "kind": str,
+    "node": str,
+    "rank": int,
+    "local_rank": int,
+}
 EXIT_CODES = (-(2**31), 2**31 - 1)  # a process's exit status, as the store keeps it (32 bits)
 
 
@@ -178,7 +187,7 @@ def delete_job(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSO
     return JSON({"deleted": job})
 
 
-@router.get("/jp/v1/jobs/{job}/workers", summary="Workers of a job with status, exit code and times")
+@router.get("/jp/v1/jobs/{job}/workers", summary="Workers of a job: status, exit code, times, place")
 def list_workers(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     ctx.access.require(key, job)
@@ -195,7 +204,7 @@ async def put_worker(request: Request, job: str, worker: str, key: ApiKey = Depe
     check_worker(worker)
     body = await _json(request)
     at = _at(body)
-    changes = _changes(body, _WORKER_EDITABLE)
+    changes = check_placement(_changes(body, _WORKER_EDITABLE))
     await run_in_threadpool(ctx.access.job, key, job, "write")
     found = await run_in_threadpool(ctx.store.jobs.set_worker, job, worker, changes, at)
     ctx.access.forget_job(job)

@@ -1,4 +1,8 @@
-"""Training scalars and other reported events: catalogue, charts, compare, full-resolution pages, latest."""
+"""Training scalars and other reported events: catalogue, charts, compare, full-resolution pages, latest.
+
+Each worker (rank) of a job reports scalar series of its own; every read shows the leader's series by default
+(store/ranks.py): ``workers=all`` shows every worker's, ``workers=envelope`` (charts) their min / median / max per
+bucket, ``worker=NAME`` one worker's."""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from starlette.concurrency import run_in_threadpool
 from ...errors import BadRequest, NotFound
 from ...store import ApiKey
 from ...store.events import KINDS
+from ...store.progress import ranking
+from ...store.ranks import LATEST_MODES, check_mode, check_worker
 from ...store.scalars import POINT_FIELDS
 from ..context import Context, caller, context, page_args, split_list
 from ..responses import JSON, arrow_stream, float_text, floats, wants_arrow
@@ -19,6 +25,7 @@ from ..responses import JSON, arrow_stream, float_text, floats, wants_arrow
 router = APIRouter(tags=["scalars"])
 MAX_COMPARE = 100
 MAX_LATEST = 5000
+MAX_WORST = 1000
 # beyond every stored iteration and epoch millisecond, and small enough for bucket arithmetic in 64 bits
 _BOUND = 2**53 - 1
 _JOBS_BODY = {
@@ -48,11 +55,15 @@ def _int(value: str | None, name: str, low: int = -_BOUND) -> int | None:
 
 def _chart_json(chart: dict[str, Any]) -> dict[str, Any]:
     for series in chart["series"]:
-        series["last"] = floats(series["last"])
+        if "last" in series:  # an envelope's series has none
+            series["last"] = floats(series["last"])
     return chart
 
 
-@router.get("/jp/v1/jobs/{job}/scalars", summary="Metrics and variants of a job, with point counts and extents")
+@router.get(
+    "/jp/v1/jobs/{job}/scalars",
+    summary="Metrics and variants of a job, with point counts and extents, the workers that reported each",
+)
 def scalar_metrics(request: Request, job: str, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
     ctx.access.require(key, job)
@@ -72,9 +83,15 @@ def scalar_chart(
     buckets: str = "1000",
     x_min: str | None = None,
     x_max: str | None = None,
+    workers: str = "leader",
+    worker: str | None = None,
     key: ApiKey = Depends(caller),
 ) -> JSON:
-    return _chart(context(request), key, [job], metric, variant, axis, buckets, x_min, x_max)
+    """``workers``: ``leader`` (default: one series per variant, the leader's), ``all`` (one series per worker, each
+    naming its ``worker``) or ``envelope`` (per bucket ``min``, ``median`` and ``max`` across workers of their
+    means, and ``workers``, how many have one); ``worker`` charts that one worker's series."""
+    ranks = (workers, worker)
+    return _chart(context(request), key, [job], metric, variant, axis, buckets, (x_min, x_max), ranks)
 
 
 @router.get("/jp/v1/scalars/chart", summary="One metric of several jobs on one shared x-range and bucket width")
@@ -87,13 +104,15 @@ def compare_chart(
     buckets: str = "1000",
     x_min: str | None = None,
     x_max: str | None = None,
+    workers: str = "leader",
+    worker: str | None = None,
     key: ApiKey = Depends(caller),
 ) -> JSON:
     ctx = context(request)
     names = split_list(jobs)
     if not 1 <= len(names) <= MAX_COMPARE:
         raise BadRequest(f"'jobs' must name 1 to {MAX_COMPARE} jobs, comma separated", field="jobs")
-    return _chart(ctx, key, names, metric, variant, axis, buckets, x_min, x_max)
+    return _chart(ctx, key, names, metric, variant, axis, buckets, (x_min, x_max), (workers, worker))
 
 
 def _chart(
@@ -104,8 +123,8 @@ def _chart(
     variant: str | None,
     axis: str,
     buckets: str,
-    x_min: str | None,
-    x_max: str | None,
+    x_range: tuple[str | None, str | None],
+    ranks: tuple[str, str | None],
 ) -> JSON:
     for name in jobs:
         ctx.access.require(key, name)
@@ -115,8 +134,10 @@ def _chart(
         variants=split_list(variant) or None,
         axis=_axis(axis),
         buckets=page_args(buckets, "buckets", 10_000),
-        x_min=_int(x_min, "x_min"),
-        x_max=_int(x_max, "x_max"),
+        x_min=_int(x_range[0], "x_min"),
+        x_max=_int(x_range[1], "x_max"),
+        workers=check_mode(ranks[0]),
+        worker=check_worker(ranks[1]),
     )
     return JSON(_chart_json(chart))
 
@@ -136,9 +157,11 @@ def scalar_points(
     limit: str = "10000",
     cursor: str | None = None,
     fields: str | None = None,
+    worker: str | None = None,
     key: ApiKey = Depends(caller),
 ) -> Response:
-    """``fields`` (e.g. ``iter,value``) answers only those of ``variant``, ``iter``, ``ts`` and ``value``.
+    """``fields`` (e.g. ``iter,value``) answers only those of ``variant``, ``iter``, ``ts`` and ``value``. The points
+    are the leader's series of each variant, or ``worker``'s where named.
 
     With ``Accept: application/vnd.apache.arrow.stream`` the page is an Arrow IPC stream of those columns
     (``value`` keeps NaN and infinities as floats) whose schema metadata holds ``job``, ``metric`` and
@@ -149,16 +172,18 @@ def scalar_points(
     after = None
     if cursor:
         body = ctx.signer.verify("scalars", cursor)
-        if (body["j"], body["m"], body["v"]) != (job, metric, variant):
+        if (body["j"], body["m"], body["v"], body.get("w")) != (job, metric, variant, worker or None):
             raise BadRequest("'cursor' belongs to another query", field="cursor")
         after = (body["av"], body["ai"])
     wanted = frozenset(split_list(fields)) if fields is not None else POINT_FIELDS
+    size = page_args(limit, maximum=200_000)
     points, nxt = ctx.store.scalars.page(
-        job, metric, variant=variant, after=after, limit=page_args(limit, maximum=200_000), fields=wanted
+        job, metric, variant=variant, after=after, limit=size, fields=wanted, worker=check_worker(worker)
     )
     token = None
     if nxt is not None:
-        token = ctx.signer.sign("scalars", {"j": job, "m": metric, "v": variant, "av": nxt[0], "ai": nxt[1]})
+        position = {"j": job, "m": metric, "v": variant, "av": nxt[0], "ai": nxt[1]}
+        token = ctx.signer.sign("scalars", {**position, **({"w": worker} if worker else {})})
     if wants_arrow(request.headers.get("accept")):
         return arrow_stream(points, _POINT_TYPES, {"job": job, "metric": metric, "next_cursor": token or ""})
     if "value" in points:
@@ -166,9 +191,27 @@ def scalar_points(
     return JSON({"job": job, "metric": metric, **points, "next_cursor": token})
 
 
+@router.get("/jp/v1/jobs/{job}/progress", summary="Step progress per worker (rank): iterations, times, step rate")
+def progress(
+    request: Request, job: str, since: str | None = None, worst: str = "3", key: ApiKey = Depends(caller)
+) -> JSON:
+    """Per worker that reported scalars: ``first_iter``, ``last_iter``, ``first_ts``, ``last_ts``, ``points`` and
+    ``rate`` (iterations per second since ``since``, epoch ms; default: the minute before the job's last reported
+    time), and the job's ``ranking``: ``rate`` and ``last_iter`` min / median / max, and the ``worst`` slowest."""
+    ctx = context(request)
+    ctx.access.require(key, job)
+    k = page_args(worst, "worst", MAX_WORST)
+    workers = ctx.store.progress(job, _int(since, "since"))
+    return JSON({"job": job, "workers": [w.to_dict() for w in workers], "ranking": ranking(workers, k)})
+
+
 @router.get("/jp/v1/scalars/latest", summary="The latest value of every metric of the jobs named in ?jobs=a,b")
-def latest_get(request: Request, jobs: str = "", key: ApiKey = Depends(caller)) -> JSON:
-    return _latest(context(request), key, split_list(jobs))
+def latest_get(
+    request: Request, jobs: str = "", workers: str = "leader", worker: str | None = None, key: ApiKey = Depends(caller)
+) -> JSON:
+    """The leader's series of each metric and variant; ``workers=all`` answers a row per worker (each naming its
+    ``worker``), ``worker=NAME`` that worker's rows."""
+    return _latest(context(request), key, split_list(jobs), (workers, worker))
 
 
 @router.post(
@@ -176,7 +219,9 @@ def latest_get(request: Request, jobs: str = "", key: ApiKey = Depends(caller)) 
     summary='The latest value of every metric of many jobs: {"jobs": [...]}',
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": _JOBS_BODY}}}},
 )
-async def latest_post(request: Request, key: ApiKey = Depends(caller)) -> JSON:
+async def latest_post(
+    request: Request, workers: str = "leader", worker: str | None = None, key: ApiKey = Depends(caller)
+) -> JSON:
     try:
         body = orjson.loads(await request.body())
     except orjson.JSONDecodeError as exc:
@@ -184,18 +229,19 @@ async def latest_post(request: Request, key: ApiKey = Depends(caller)) -> JSON:
     names = body.get("jobs") if isinstance(body, dict) else None
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise BadRequest('body must be {"jobs": [job ids]}', field="jobs")
-    return await run_in_threadpool(_latest, context(request), key, names)
+    return await run_in_threadpool(_latest, context(request), key, names, (workers, worker))
 
 
-def _latest(ctx: Context, key: ApiKey, names: list[str]) -> JSON:
+def _latest(ctx: Context, key: ApiKey, names: list[str], ranks: tuple[str, str | None]) -> JSON:
     if not 1 <= len(names) <= MAX_LATEST:
         raise BadRequest(f"'jobs' must name 1 to {MAX_LATEST} jobs", field="jobs")
+    mode, worker = check_mode(ranks[0], LATEST_MODES), check_worker(ranks[1])
     found = ctx.store.jobs.get_many(names)
     missing = [n for n in names if n not in found or not key.allows_project(found[n].project)]
     if missing:
         raise NotFound(f"job {missing[0]!r} does not exist", field="jobs")
     out: dict[str, list] = {}
-    for row in ctx.store.scalars.latest(names):
+    for row in ctx.store.scalars.latest(names, workers=mode, worker=worker):
         job = row.pop("job")
         for name in ("value", "min", "max"):
             row[name] = float_text(row[name])

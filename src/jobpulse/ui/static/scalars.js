@@ -2,9 +2,11 @@
 // a shared x-range across charts that refetches finer buckets when zoomed, step or time axis, smoothing.
 // A chart's first data is drawn at once by preview.js from the same traces and layout, without waiting
 // for Plotly.js; the Plotly chart replaces the preview in place when the library has loaded.
+// A metric reported by several ranks (workers) shows the leader's series; a switch in its card shows every
+// rank's series, or their envelope (per bucket the min / median / max across ranks).
 
 import { api, jobPath, limiter } from "./api.js";
-import { h, isVisible, whenVisible } from "./dom.js";
+import { h, isVisible, segmented, whenVisible } from "./dom.js";
 import { duration, fullTime, num } from "./format.js";
 import { boot } from "./shell.js";
 import {
@@ -90,6 +92,19 @@ function ema(values, weight) {
 
 const numeric = (v) => (typeof v === "number" ? v : null);
 
+// What a chart of a metric reported by several ranks shows (the chart API's `workers`).
+const RANK_MODES = [["leader", "Leader"], ["all", "Every rank"], ["envelope", "Envelope"]];
+
+// An envelope's series in the shape of a chart's: the median as the line, min and max as the band, the ranks
+// per bucket as the count.
+function asSeries(data, workers) {
+  if (workers !== "envelope") return data;
+  const width = data.bucket_width || 1;
+  const series = (data.series || []).map((s) => ({ ...s, mean: s.median, count: s.workers,
+    x_first: s.x, x_last: s.x.map((x) => x + width - 1), envelope: true }));
+  return { ...data, series };
+}
+
 // Resolves once the browser has had a frame to paint in (soon, too, where frames are not running).
 function nextPaint() {
   return new Promise((resolve) => {
@@ -100,7 +115,8 @@ function nextPaint() {
 
 export class ScalarChart {
   // source: {job} or {jobs: [...]}; label(series) names a trace.
-  constructor({ metric, source, title, meta, label, colorOf, dashOf, wide = false }) {
+  // ranks: the workers that reported the metric; with more than one, the card holds the switch of RANK_MODES.
+  constructor({ metric, source, title, meta, label, colorOf, dashOf, wide = false, ranks = [] }) {
     this.metric = metric;
     this.source = source;
     this.label = label || ((s) => s.variant || metric);
@@ -113,16 +129,26 @@ export class ScalarChart {
     this.plotted = false;
     this.plot = h("div", { class: "chart", dataset: { metric } }, h("div", { class: "skeleton" }));
     this.metaEl = h("span", { class: "meta" }, meta || "");
+    this.workers = "leader";
+    this.ranksEl = ranks.length > 1
+      ? segmented(RANK_MODES, this.workers, (v) => this.setWorkers(v), `Ranks of ${metric}`) : null;
+    if (this.ranksEl) this.ranksEl.classList.add("ranks");
     this.el = h("section", { class: `card chart-card${wide ? " chart-wide" : ""}`, dataset: { metric } },
       h("div", { class: "card-head" }, h("h2", { title: metric }, title || metric),
-        h("div", { class: "right" }, this.metaEl)),
+        h("div", { class: "right" }, this.metaEl, this.ranksEl)),
       this.plot);
     this.unfollow = followTheme(() => this.redraw());
     whenVisible(this.el, () => this.ensure());
   }
 
   key() {
-    return `${this.view.axis}|${this.view.range ? this.view.range.join(":") : "all"}`;
+    return `${this.view.axis}|${this.view.range ? this.view.range.join(":") : "all"}|${this.workers}`;
+  }
+
+  setWorkers(workers) {
+    if (workers === this.workers) return;
+    this.workers = workers;
+    this.load();
   }
 
   ensure() {
@@ -145,6 +171,7 @@ export class ScalarChart {
       params.set("x_min", String(Math.floor(range[0])));
       params.set("x_max", String(Math.ceil(range[1])));
     }
+    if (this.workers !== "leader") params.set("workers", this.workers);
     if (this.source.jobs) {
       params.set("jobs", this.source.jobs.join(","));
       return `/jp/v1/scalars/chart?${params}`;
@@ -166,7 +193,7 @@ export class ScalarChart {
         : api(this.url(), { signal: controller.signal })));
       if (controller.signal.aborted) return;
       if (!performance.getEntriesByName("jp-first-data").length) performance.mark("jp-first-data");
-      this.data = data;
+      this.data = asSeries(data, this.workers);
       this.loadedKey = key;
       if (!this.plotted) {
         // The preview first, even with Plotly.js at hand: it draws in a few milliseconds, Plotly's
@@ -199,7 +226,8 @@ export class ScalarChart {
     const series = this.data.series || [];
     const many = series.length > 1;
     series.forEach((s, i) => {
-      const name = this.label(s);
+      const name = s.worker !== undefined ? `${this.label(s)} · ${s.worker}` : this.label(s);
+      const count = s.envelope ? "ranks" : "n";
       const c = this.colorOf(s, i);
       const x = s.x_first.map((first, j) => {
         const mid = (first + s.x_last[j]) / 2;
@@ -227,7 +255,7 @@ export class ScalarChart {
         line: { color: c, width: 1.7, dash },
         hovertemplate: smoothing > 0
           ? `%{y:.4~g} <span style="opacity:.7">raw %{customdata[3]}</span><extra>${name}</extra>`
-          : `%{y:.4~g} <span style="opacity:.7">min %{customdata[0]} · max %{customdata[1]} · n %{customdata[2]}</span><extra>${name}</extra>` });
+          : `%{y:.4~g} <span style="opacity:.7">min %{customdata[0]} · max %{customdata[1]} · ${count} %{customdata[2]}</span><extra>${name}</extra>` });
     });
     return out;
   }
@@ -302,6 +330,12 @@ export class ScalarChart {
     const series = this.data.series || [];
     const points = series.reduce((sum, s) => sum + s.count.reduce((a, b) => a + b, 0), 0);
     const width = this.data.bucket_width;
+    if (series.some((s) => s.envelope)) {
+      const ranks = Math.max(0, ...series.flatMap((s) => s.count));
+      this.metaEl.textContent = `median, min and max of ${num(ranks)} ranks`;
+      this.metaEl.classList.remove("error");
+      return;
+    }
     let step = "";
     if (width > 1 && this.view.axis === "time") {
       step = ` · ${width < 1000 ? `${width} ms` : width < 60000 ? `${num(width / 1000, 3)} s` : duration(width)} per bucket`;
