@@ -7,6 +7,7 @@ A setting is read from, in order: the command line (``--data-dir``), the environ
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ class Setting:
     type: type = str
     choices: tuple[str, ...] = ()  # the only values allowed, where the setting names one of a few
     minimum: int | None = None  # the smallest value allowed, for a number
+    pattern: str = ""  # a regular expression the whole value must match, for a text
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -44,6 +46,14 @@ SETTINGS: tuple[Setting, ...] = (
         "server URL clickhouse://user:password@host:8123/database (clickhouses:// for TLS)",
     ),
     Setting("database", "jobpulse", "database name inside the embedded store"),
+    Setting(
+        "cluster",
+        "",
+        "name of the ClickHouse cluster (remote_servers) the --store server belongs to: the schema is created ON "
+        "CLUSTER, with replicated local tables and Distributed tables sharded by job (docs/deploy.md); empty for "
+        "one ClickHouse server or the embedded store",
+        pattern=r"[A-Za-z_][A-Za-z0-9_]{0,62}",
+    ),
     Setting("log_level", "info", "server log level: debug, info, warning, error"),
     Setting("public_url", "", "URL users reach the server at, for links it prints (default: http://host:port)"),
     Setting(
@@ -100,6 +110,14 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "insights_interval_s",
+        60,
+        "seconds between evaluations of the running jobs by the insight detectors (idle GPUs, hangs, stragglers...); "
+        "0 evaluates only on demand; every replica may evaluate, findings and alerts still happen once",
+        int,
+        minimum=0,
+    ),
+    Setting(
         "master_key_file",
         None,
         "file holding the master key that seals the secrets of access key pairs (default: <data_dir>/master.key, "
@@ -116,6 +134,7 @@ class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
     store: str = "embedded"
     database: str = "jobpulse"
+    cluster: str = ""
     log_level: str = "info"
     public_url: str = ""
     raw_ttl_days: int = 0
@@ -131,6 +150,9 @@ class Settings:
     metrics_access: str = "key"
     readiness_timeout_ms: int = 2000
     master_key_file: Path | None = None
+    # Settings built in code (tests, an embedded server) evaluate insights on demand only; ``load_settings`` (the
+    # ``jobpulse server`` command) takes the table's default, 60 s.
+    insights_interval_s: int = 0
 
     @property
     def url(self) -> str:
@@ -161,6 +183,8 @@ def _check(setting: Setting, value: Any) -> Any:
         raise ValueError(f"must be one of {', '.join(setting.choices)}, got {value!r}")
     if setting.minimum is not None and value < setting.minimum:
         raise ValueError(f"must be at least {setting.minimum}, got {value!r}")
+    if setting.pattern and value and not re.fullmatch(setting.pattern, str(value)):
+        raise ValueError(f"must match {setting.pattern} (letters, digits and _), got {value!r}")
     return value
 
 

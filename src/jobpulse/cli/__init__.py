@@ -1,7 +1,7 @@
 """The ``jobpulse`` command.
 
 Each group of commands lives in a module of its own that adds them to the parser (``register``):
-``server`` (server, demo, login), ``jobs`` (jobs, show), ``logs``, ``metrics`` (metrics, export),
+``server`` (server, demo, login), ``jobs`` (jobs, show), ``insights``, ``logs``, ``metrics`` (metrics, export),
 ``keys``, ``master-key``, ``sync``, and the agent's ``agent`` and ``run``.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from ..client import ApiError
 from ..errors import JobpulseError
 from ..version import __version__
-from . import jobs, keys, logs, master_key, metrics, server, sync
+from . import insights, jobs, keys, logs, master_key, metrics, server, sync
 
 __all__ = ["build_parser", "main"]
 
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     server.register(sub)
     jobs.register(sub)
+    insights.register(sub)
     logs.register(sub)
     metrics.register(sub)
     keys.register(sub)

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..client import Client
 from .format import duration, job_times, json_text, key_name, number, table, when
+from .insights import findings_table
 from .options import connect, read_options
 
 STATUSES = ("created", "running", "completed", "failed", "stopped")
@@ -157,8 +158,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     found = client.get(job_path(args.job))
     job, workers = found["job"], found["workers"]
     latest = latest_values(client, [job["job"]]).get(job["job"], [])
+    findings = client.get(job_path(args.job) + "/insights", status="open")["findings"]
     if args.json:
-        print(json_text({"job": job, "workers": workers, "latest": latest}))
+        print(json_text({"job": job, "workers": workers, "latest": latest, "findings": findings}))
         return 0
     started, ended, lasted = job_times(job, workers)
     facts = [
@@ -186,6 +188,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         rows = [[r["key"], number(r["value"]), str(r["iter"]), number(r["min"]), number(r["max"])] for r in latest]
         print(f"\nLatest values ({len(latest)}):")
         print(_indent(table(rows, ["KEY", "VALUE", "STEP", "MIN", "MAX"])))
+    if findings:
+        print(f"\nOpen findings ({len(findings)}):")
+        print(_indent(findings_table(findings)))
     return 0
 
 

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.responses import Response
 
 from ..errors import JobpulseError
 from ..ingest import Committer
+from ..insights.service import Insights
 from ..settings import Settings
 from ..store import Store
 from ..version import __version__
@@ -23,7 +26,7 @@ from .context import Context, FileStore
 from .headers import SecurityHeaders
 from .metrics import Readiness, RequestMetrics, server_metrics
 from .responses import error_response
-from .routes import files, health, ingest, jobs, keys, logs, scalars, sdk, session, system
+from .routes import files, health, ingest, insights, jobs, keys, logs, scalars, sdk, session, system
 from .signing import Signer
 
 log = logging.getLogger("jobpulse.server")
@@ -44,6 +47,7 @@ def create_app(
         docs_url=None,  # /docs and /redoc: docs_pages, from local assets
         redoc_url=None,
         openapi_url="/openapi.json",
+        lifespan=_lifespan,
     )
     signer = Signer(store.state.secret())
     metrics = server_metrics(store, settings)
@@ -60,13 +64,14 @@ def create_app(
         readiness=Readiness(store.engine, settings.readiness_timeout_ms / 1000),
         metrics=metrics,
     )
+    app.state.insights = Insights(store, settings)  # evaluates running jobs from startup to shutdown (_lifespan)
     app.state.error_shapes = []
     # Chart and heat-map answers are large, repetitive JSON; event streams are left uncompressed.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=5)
     app.add_middleware(SecurityHeaders, docs_paths=("/docs", "/redoc"))
     if metrics is not None:  # added after the layers above: it times and counts what they answer too
         app.add_middleware(RequestMetrics, metrics=metrics)
-    for module in (ingest, jobs, scalars, logs, system, files, keys, session, health):
+    for module in (ingest, jobs, scalars, logs, system, files, keys, session, health, insights):
         app.include_router(module.router)
     sdk.install(app, Path(settings.data_dir) / "sdk")
     docs_pages.install(app)
@@ -74,6 +79,16 @@ def create_app(
         extend(app)
     _install_error_handlers(app)
     return app
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """The insight detectors' periodic evaluation runs while the app serves (when ``insights_interval_s`` > 0)."""
+    app.state.insights.start()
+    try:
+        yield
+    finally:
+        await run_in_threadpool(app.state.insights.close)
 
 
 def add_error_shape(

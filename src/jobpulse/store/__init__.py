@@ -7,11 +7,16 @@ from pathlib import Path
 from .catalogue import Catalogue
 from .changes import Changes
 from .chart_recent import RecentCharts
+from .cluster_schema import set_raw_ttl_on_cluster, sharded_tables
 from .engine import EmbeddedEngine, Engine, HttpEngine
 from .events import Events
+from .findings import Findings
+from .insight_config import InsightConfig
+from .insight_data import InsightData
 from .jobs import Job, Jobs, Worker
 from .keys import ApiKey, Keys
 from .logs import LogFilter, Logs
+from .progress import Progress, WorkerProgress
 from .scalar_stats import ScalarStats
 from .scalars import Scalars
 from .schema import SCHEMA_VERSION, migrate, set_raw_ttl
@@ -46,8 +51,13 @@ class Store:
         scalar series it wrote (``chart_recent.py``)."""
         self.engine = engine
         self.database = database
-        self.previous_version = migrate(engine, database)
-        set_raw_ttl(engine, database, raw_ttl_days)
+        cluster = getattr(engine, "cluster", "")
+        self.previous_version = migrate(engine, database, cluster)
+        if cluster:
+            set_raw_ttl_on_cluster(engine, database, cluster, raw_ttl_days)
+            engine.sharded = sharded_tables(engine, database)
+        else:
+            set_raw_ttl(engine, database, raw_ttl_days)
         if sees_every_write is None:
             sees_every_write = isinstance(engine, EmbeddedEngine)
         self.changes = Changes(sees_every_write=sees_every_write)
@@ -55,9 +65,10 @@ class Store:
         catalogue = Catalogue(engine, database, self.changes)
         keeps_charts = sees_every_write and recent_chart_blocks > 0
         charts = RecentCharts(recent_chart_blocks, self.changes.deletions) if keeps_charts else None
-        self.scalars = Scalars(engine, database, self.changes, catalogue, recent=charts)
+        self.scalars = Scalars(engine, database, self.changes, catalogue, recent=charts, job_leaders=self._job_leaders)
         self.events = Events(engine, database)
-        self.scalar_stats = ScalarStats(engine, database)
+        self.scalar_stats = ScalarStats(engine, database, self.scalars.leaders)
+        self._progress = Progress(engine, database)
         self.logs = Logs(engine, database, self.changes)
         keeps_recent = sees_every_write and recent_system_cells > 0
         recent = RecentSystem(recent_system_cells, self.changes.deletions) if keeps_recent else None
@@ -67,6 +78,21 @@ class Store:
         self.state = ServerState(engine, database)
         self.usage = Usage(engine, database)
         self.writer = Writer(engine, database, self.changes, catalogue, recent, charts)
+        self.findings = Findings(engine, database)
+        self.insight_config = InsightConfig(engine, database)
+        self.insight_data = InsightData(engine, database)
+
+    def progress(self, job: str, since_ms: int | None = None) -> list[WorkerProgress]:
+        """Step progress of each worker (rank) of ``job`` that reported scalars, by worker name: first and last
+        iteration and time (epoch ms), points, and the recent step rate in iterations per second over the points
+        from ``since_ms`` (default: the minute before the job's last reported time) up to the job's last reported
+        time (None where the worker reported nothing since). See ``store/progress.py``; ``progress.ranking``
+        summarises it (min / median / max, the slowest workers)."""
+        return self._progress.of(job, since_ms)
+
+    def _job_leaders(self, jobs: list[str]) -> dict[str, str]:
+        """The ``leader`` field of each of ``jobs`` ("" where unset): the worker whose scalar series charts show."""
+        return {name: job.leader for name, job in self.jobs.get_many(jobs).items()}
 
     @property
     def schema_version(self) -> int:
@@ -84,9 +110,13 @@ def open_store(
     raw_ttl_days: int = 0,
     recent_system_cells: int = 1_000_000,
     recent_chart_blocks: int = 1_000_000,
+    cluster: str = "",
 ) -> Store:
-    """``url`` None or ``embedded``: chdb under ``data_dir``; ``clickhouse://user:pass@host:8123/db``: a server."""
+    """``url`` None or ``embedded``: chdb under ``data_dir``; ``clickhouse://user:pass@host:8123/db``: a server, or
+    with ``cluster`` the ClickHouse cluster of that name the server belongs to (docs/deploy.md)."""
     if url in (None, "", "embedded"):
+        if cluster:
+            raise ValueError("--cluster needs a ClickHouse server: --store clickhouse://user:password@host:8123/db")
         path = data_dir / "clickhouse"
         path.mkdir(parents=True, exist_ok=True)
         return Store(
@@ -96,5 +126,5 @@ def open_store(
             recent_system_cells=recent_system_cells,
             recent_chart_blocks=recent_chart_blocks,
         )
-    engine = HttpEngine(url)
+    engine = HttpEngine(url, cluster=cluster)
     return Store(engine, engine.database, raw_ttl_days=raw_ttl_days)

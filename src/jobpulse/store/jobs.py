@@ -35,6 +35,7 @@ DATA_TABLES = (
     "system_1m",
     "system_1h",
     "workers",
+    "insight_findings",
 )
 
 
@@ -59,6 +60,23 @@ def check_worker(worker: Any, field_name: str = "worker") -> str:
             f"'{field_name}' must be 1-128 of letters, digits or '._:@/-', got {worker!r}", field=field_name
         )
     return worker
+
+
+WORKER_KINDS = ("node", "rank", "process")  # the node wrapper, a process of a launch, a lone process
+RANK_MAX = 2**31 - 1
+
+
+def check_placement(changes: dict[str, Any]) -> dict[str, Any]:
+    """Check the placement fields of a worker change (``kind``, ``node``, ``rank``, ``local_rank``) where given."""
+    if "kind" in changes and changes["kind"] not in WORKER_KINDS:
+        raise BadRequest(f"'kind' must be one of {', '.join(WORKER_KINDS)}, got {changes['kind']!r}", field="kind")
+    if changes.get("node"):
+        check_worker(changes["node"], "node")
+    for name in ("rank", "local_rank"):
+        value = changes.get(name)
+        if value is not None and not 0 <= value <= RANK_MAX:
+            raise BadRequest(f"'{name}' must be between 0 and {RANK_MAX}, got {value!r}", field=name)
+    return changes
 
 
 def now_ms() -> int:
@@ -113,6 +131,10 @@ class Worker:
     started: int | None = None
     ended: int | None = None
     updated: int = 0
+    kind: str = "process"  # WORKER_KINDS
+    node: str = ""  # the node worker a rank runs on; "" for a node or a lone process
+    rank: int | None = None
+    local_rank: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,7 +145,7 @@ _JOB_COLUMNS = """job, project, name, status, toUnixTimestamp64Milli(created) AS
     toUnixTimestamp64Milli(updated) AS updated, tags, config, instance_type, error_message, leader, locked,
     deleted, version"""
 _WORKER_COLUMNS = """job, worker, status, host, exit_code, toUnixTimestamp64Milli(started) AS started,
-    toUnixTimestamp64Milli(ended) AS ended, toUnixTimestamp64Milli(updated) AS updated"""
+    toUnixTimestamp64Milli(ended) AS ended, toUnixTimestamp64Milli(updated) AS updated, kind, node, rank, local_rank"""
 
 
 def _job_from_row(row: dict) -> Job:

@@ -9,6 +9,7 @@ what it holds (or from the rows it summarises) before the old one goes.
 from __future__ import annotations
 
 from .engine import Engine
+from .migrations import apply_steps
 
 # Block sizes of the scalar rollup, as powers of two: iterations (axis 0) and milliseconds (axis 1).
 # Each axis's first level is grouped from the points; the coarser ones from those groups. One level
@@ -66,6 +67,12 @@ def rollup_select(source: str, *, last: str = "tuple", levels: dict[int, tuple[i
 def _sql(text: str) -> str:
     """A query built here, as a migration statement: braces doubled, ``{db}`` kept for ``format``."""
     return text.replace("{", "{{").replace("}", "}}").replace("{{db}}", "{db}")
+
+
+def by_worker(select: str) -> str:
+    """``LATEST_SELECT`` or a ``rollup_select`` grouped per worker too: from the step that made the worker part of a
+    scalar's key on, each worker (rank) of a job has series of its own."""
+    return select.replace("job, metric, variant", "job, metric, variant, worker")
 
 
 def _system_rollup_columns(period: str) -> str:
@@ -307,27 +314,97 @@ MIGRATIONS: list[list[str]] = [
             metric String, variant String, iter Nullable(Int64)
         ) ENGINE = ReplacingMergeTree ORDER BY (job, ts, worker, seq)""",
     ],
+    [
+        # A scalar's key holds the worker (rank) that reported it: a rank's point never replaces another rank's
+        # point of the same iteration, a resend still replaces itself (charts show the leader's series by default,
+        # store/scalars.py). The points, their summary rows and their chart rollup move to tables keyed per worker;
+        # every stored version of a point is copied (the engine keeps the newest of each new key), the summary and
+        # the rollup are rebuilt from them.
+        "DROP TABLE IF EXISTS {db}.scalars_by_worker",
+        "DROP TABLE IF EXISTS {db}.scalars_unranked",
+        "CREATE TABLE {db}.scalars_by_worker AS {db}.scalars "
+        "ENGINE = ReplacingMergeTree(inserted) ORDER BY (job, metric, variant, worker, iter)",
+        "INSERT INTO {db}.scalars_by_worker SELECT * FROM {db}.scalars",
+        "RENAME TABLE {db}.scalars TO {db}.scalars_unranked, {db}.scalars_by_worker TO {db}.scalars",
+        "DROP TABLE {db}.scalars_unranked",
+        "DROP TABLE IF EXISTS {db}.scalars_latest_by_worker",
+        "DROP TABLE IF EXISTS {db}.scalars_latest_unranked",
+        """CREATE TABLE {db}.scalars_latest_by_worker (
+            job String, metric String, variant String, worker LowCardinality(String),
+            last SimpleAggregateFunction(max, Tuple(Int64, DateTime64(6), Float64)),
+            first_iter SimpleAggregateFunction(min, Int64),
+            last_iter SimpleAggregateFunction(max, Int64),
+            first_ts SimpleAggregateFunction(min, DateTime64(3)),
+            last_ts SimpleAggregateFunction(max, DateTime64(3)),
+            min_value SimpleAggregateFunction(min, Nullable(Float64)),
+            max_value SimpleAggregateFunction(max, Nullable(Float64)),
+            points SimpleAggregateFunction(sum, UInt64)
+        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, worker)""",
+        "INSERT INTO {db}.scalars_latest_by_worker " + by_worker(LATEST_SELECT).format(source="{db}.scalars FINAL"),
+        "RENAME TABLE {db}.scalars_latest TO {db}.scalars_latest_unranked, "
+        "{db}.scalars_latest_by_worker TO {db}.scalars_latest",
+        "DROP TABLE {db}.scalars_latest_unranked",
+        "DROP TABLE IF EXISTS {db}.scalars_rollup_by_worker",
+        "DROP TABLE IF EXISTS {db}.scalars_rollup_unranked",
+        """CREATE TABLE {db}.scalars_rollup_by_worker (
+            job String, metric String, variant String, worker LowCardinality(String),
+            axis UInt8, level UInt8, block Int64,
+            sum SimpleAggregateFunction(sum, Float64), n SimpleAggregateFunction(sum, Int64),
+            count SimpleAggregateFunction(sum, Int64),
+            min SimpleAggregateFunction(min, Nullable(Float64)), max SimpleAggregateFunction(max, Nullable(Float64)),
+            last SimpleAggregateFunction(max, Tuple(Int64, DateTime64(6), Float64)),
+            first_x SimpleAggregateFunction(min, Int64), last_x SimpleAggregateFunction(max, Int64),
+            first_iter SimpleAggregateFunction(min, Int64), last_iter SimpleAggregateFunction(max, Int64)
+        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, worker, axis, level, block)""",
+        "INSERT INTO {db}.scalars_rollup_by_worker " + _sql(by_worker(rollup_select("{db}.scalars FINAL"))),
+        "RENAME TABLE {db}.scalars_rollup TO {db}.scalars_rollup_unranked, "
+        "{db}.scalars_rollup_by_worker TO {db}.scalars_rollup",
+        "DROP TABLE {db}.scalars_rollup_unranked",
+    ],
+    [
+        # Insights (store/findings.py, store/insight_config.py): findings of the detectors, a row per finding
+        # replaced as it is updated and resolved; claims that make a finding open, and its alerts go out, once
+        # whichever replica evaluates; per-project thresholds; webhook destinations and what was sent to them.
+        """CREATE TABLE IF NOT EXISTS {db}.insight_findings (
+            finding_id String, project String, job String, kind LowCardinality(String), signal String,
+            severity LowCardinality(String), worker String, device String, started DateTime64(3),
+            ended Nullable(DateTime64(3)), opened DateTime64(3), updated DateTime64(3),
+            resolved Nullable(DateTime64(3)), evidence String, version UInt64
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY (job, finding_id)""",
+        """CREATE TABLE IF NOT EXISTS {db}.insight_claims (
+            name String, claim String, claimed DateTime64(6) DEFAULT now64(6)
+        ) ENGINE = MergeTree ORDER BY name TTL toDateTime(claimed) + INTERVAL 90 DAY""",
+        """CREATE TABLE IF NOT EXISTS {db}.insight_settings (
+            project String, thresholds String, version UInt64
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY project""",
+        """CREATE TABLE IF NOT EXISTS {db}.insight_webhooks (
+            project String, webhook_id String, name String, url String, format LowCardinality(String),
+            created DateTime64(3), deleted UInt8, version UInt64
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY (project, webhook_id)""",
+        """CREATE TABLE IF NOT EXISTS {db}.insight_deliveries (
+            webhook_id String, finding_id String, event LowCardinality(String), status LowCardinality(String),
+            attempts UInt32, error String, at DateTime64(3)
+        ) ENGINE = MergeTree ORDER BY (webhook_id, finding_id, event) TTL toDateTime(at) + INTERVAL 30 DAY""",
+    ],
+    [
+        # Where a worker sits in a distributed job (job -> nodes -> ranks): its kind ('node' for the node wrapper
+        # `jobpulse run`, 'rank' for a process of a launch, 'process' for a lone one), the node worker it runs on
+        # ('' for a node or a lone process), and its global and local rank (NULL where it has none).
+        "ALTER TABLE {db}.workers ADD COLUMN IF NOT EXISTS kind LowCardinality(String) DEFAULT 'process', "
+        "ADD COLUMN IF NOT EXISTS node String DEFAULT '', ADD COLUMN IF NOT EXISTS rank Nullable(Int32), "
+        "ADD COLUMN IF NOT EXISTS local_rank Nullable(Int32)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def migrate(engine: Engine, db: str) -> int:
-    """Bring database ``db`` to the newest schema; answers the version it was at before."""
-    engine.command(f"CREATE DATABASE IF NOT EXISTS {db}")
-    engine.command(
-        f"CREATE TABLE IF NOT EXISTS {db}.schema_version (version UInt32, applied DateTime64(3)) "
-        "ENGINE = MergeTree ORDER BY version"
-    )
-    table = engine.query(f"SELECT max(version) AS v FROM {db}.schema_version")
-    current = int(table.column("v")[0].as_py() or 0)
-    for number, step in enumerate(MIGRATIONS, start=1):
-        if number <= current:
-            continue
-        for statement in step:
-            engine.command(statement.format(db=db))
-        engine.command(f"INSERT INTO {db}.schema_version VALUES ({{v:UInt32}}, now64(3))", {"v": number})
-    return current
+def migrate(engine: Engine, db: str, cluster: str | None = None) -> int:
+    """Bring database ``db`` to the newest schema, on one server or on ClickHouse cluster ``cluster`` (by default
+    the engine's); answers the version it was at before. Several servers may call it at once: each step is applied
+    once (migrations.py)."""
+    cluster = getattr(engine, "cluster", "") if cluster is None else cluster
+    return apply_steps(engine, db, MIGRATIONS, cluster=cluster)
 
 
 def set_raw_ttl(engine: Engine, db: str, days: int) -> None:

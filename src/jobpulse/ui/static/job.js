@@ -3,7 +3,9 @@
 import { api, jobPath } from "./api.js";
 import { clear, debounce, h, segmented } from "./dom.js";
 import { badge, bytes, clock, dateTime, duration, fullTime, jobDuration, num } from "./format.js";
+import { InsightsPanel, jobBadge } from "./insights.js";
 import { MediaPanel } from "./media.js";
+import { ChartSections } from "./names.js";
 import { ChartView, describeRange, ScalarChart } from "./scalars.js";
 import { app, banner, boot, done, errorState, poll, setTitle } from "./shell.js";
 import { SystemPanel } from "./system.js";
@@ -31,7 +33,7 @@ function header(job) {
       h("a", { href: `/?project=${encodeURIComponent(job.project)}` }, job.project), "/", h("span", {}, job.job)),
     h("div", { class: "page-head", style: { marginTop: "8px" } },
       h("div", { class: "title" },
-        h("h1", {}, h("span", {}, job.name || job.job), els.badge = badge(job.status)),
+        h("h1", {}, h("span", {}, job.name || job.job), els.badge = badge(job.status), els.insights = jobBadge(job.job)),
         h("div", { class: "sub" }, h("span", { class: "mono" }, job.job), " · ", job.project,
           (job.tags || []).length ? [" · ", job.tags.map((t) => [h("span", { class: "tag" }, t), " "])] : null)),
       h("div", { class: "actions" },
@@ -106,7 +108,7 @@ function metricsPanel(catalog) {
   const applySmoothing = debounce((v) => view.setSmoothing(v), 60);
   const axis = segmented([["iter", "Step"], ["time", "Time"]], view.axis, (v) => { view.setAxis(v); syncUrl(); }, "X axis");
   const search = h("input", { type: "search", placeholder: "Filter metrics", "aria-label": "Filter metrics" });
-  const grid = h("div", { class: "chart-grid" });
+  const sections = new ChartSections({ onOpen: () => view.loadVisible() });
   const cards = new Map();
 
   view.onChange = () => {
@@ -122,11 +124,12 @@ function metricsPanel(catalog) {
   const addMetric = (entry) => {
     const variants = entry.variants.map((v) => v.variant);
     const points = entry.variants.reduce((sum, v) => sum + v.points, 0);
-    const chart = new ScalarChart({ metric: entry.metric, source: { job: JOB },
+    const ranks = [...new Set(entry.variants.flatMap((v) => v.workers || []))];
+    const chart = new ScalarChart({ metric: entry.metric, source: { job: JOB }, ranks,
       meta: `${variants.length > 1 ? `${variants.length} variants · ` : ""}${num(points)} points` });
     view.add(chart);
     cards.set(entry.metric, chart);
-    grid.append(chart.el);
+    sections.add(entry.metric, chart.el);
   };
   for (const entry of metrics) addMetric(entry);
   panel.addMetrics = (list) => { for (const entry of list) if (!cards.has(entry.metric)) addMetric(entry); };
@@ -134,13 +137,14 @@ function metricsPanel(catalog) {
   search.addEventListener("input", debounce(() => {
     const text = search.value.trim().toLowerCase();
     for (const [metric, chart] of cards) chart.el.hidden = Boolean(text) && !metric.toLowerCase().includes(text);
+    sections.sync();
   }, 120));
 
   panel.append(h("div", { class: "toolbar", style: { marginBottom: "16px" } },
     h("div", { class: "search" }, search),
     h("label", { class: "field" }, "X axis", axis),
     h("label", { class: "field" }, "Smoothing", slider, smoothValue),
-    rangeText, reset, h("div", { class: "spacer" }), cursor), grid);
+    rangeText, reset, h("div", { class: "spacer" }), cursor), sections.el);
   if (at) {
     const first = Math.min(...metrics.flatMap((m) => m.variants.map((v) => v.first_ts)));
     const last = Math.max(...metrics.flatMap((m) => m.variants.map((v) => v.last_ts)));
@@ -259,11 +263,14 @@ async function main() {
     system.range = view.range;
   }
   const media = new MediaPanel({ job: JOB });
+  const insights = new InsightsPanel({ job: JOB, project: job.project,
+    onSelect: (ms) => { view.setMarker(ms); if (system) system.setMarker(ms); } });
   const details = { label: "Details", el: h("div", {}, h("div", { class: "card notice" }, "Loading…")) };
   const panels = {
     metrics,
     system: { label: "System", el: system.el, open: () => system.open() },
     media: { label: "Plots & images", el: media.el, open: () => media.open() },
+    insights: { label: "Insights", el: insights.el, open: () => insights.open() },
     details,
   };
   const bar = tabs(panels);
@@ -306,6 +313,7 @@ async function main() {
     if (job.status === "running" || wasRunning) {
       view.refresh();
       if (ticks % 3 === 0) system.refresh();
+      if (ticks % 6 === 0) els.insights.refresh();
       const next = await api(`${jobPath(JOB)}/scalars`).catch(() => null);
       if (next && metrics.el.addMetrics) metrics.el.addMetrics(next.metrics);
       else if (next && next.metrics.length) {

@@ -3,6 +3,8 @@
 import { api, jobPath, limiter } from "./api.js";
 import { clear, debounce, h, replace } from "./dom.js";
 import { ago, badge, dateTime, duration, fullTime, jobDuration, num } from "./format.js";
+import { markJobs, projectStrip } from "./insights.js";
+import { seriesLabel } from "./names.js";
 import { app, done, poll } from "./shell.js";
 
 const PAGE = 50;
@@ -29,6 +31,7 @@ const statusSelect = h("select", { "aria-label": "Status" }, h("option", { value
   STATUSES.map((s) => h("option", { value: s }, s[0].toUpperCase() + s.slice(1))));
 statusSelect.value = state.status;
 const body = h("div", { class: "table-wrap" }, table);
+const insightStrip = projectStrip();
 
 function syncUrl() {
   const url = new URL(location.href);
@@ -59,9 +62,10 @@ async function loadProjects() {
     projects.map((p) => button(p.project, p.project, p.jobs, p.running)));
 }
 
-// Up to three metric/variant pairs for the list: loss- and accuracy-like metrics first, one variant of
-// each metric before a second one, then what most jobs on the page report.
-const keyOf = (row) => (row.variant && row.variant !== row.metric ? `${row.metric}/${row.variant}` : row.metric);
+// Up to three metric/variant pairs for the list, each named as names.js names a series ("val/acc",
+// "loss · train"): loss- and accuracy-like metrics first, one variant of each metric before a second one,
+// then what most jobs on the page report.
+const keyOf = (row) => seriesLabel(row.metric, row.variant);
 
 function keyMetrics() {
   const counts = new Map();
@@ -127,6 +131,8 @@ function render() {
     h("td", { class: "muted", title: fullTime(job.updated) }, ago(job.updated, now))));
   }
   table.append(tbody);
+  markJobs(tbody);
+  insightStrip.show(state.project);
   if (!jobs.length) {
     table.append(h("tbody", {}, h("tr", {}, h("td", { colspan: 9 + metrics.length }, h("div", { class: "empty-state" },
       h("h2", {}, state.q || state.status || state.project ? "No jobs match" : "No jobs yet"),
@@ -192,7 +198,7 @@ app.append(
   h("div", { class: "jobs-layout" }, projectsBox,
     h("section", { class: "card" },
       h("div", { class: "card-head toolbar" }, h("div", { class: "search" }, searchInput), statusSelect),
-      body, pager)));
+      insightStrip, body, pager)));
 done();
 updateCompare();
 loadProjects().catch(() => {});
