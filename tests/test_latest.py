@@ -10,7 +10,7 @@ import pytest
 from helpers import FailingInserts, awkward_points, points_table
 from jobpulse.errors import StoreUnavailable
 from jobpulse.store import Store
-from jobpulse.store.schema import LATEST_SELECT
+from jobpulse.store.rollup_sql import LATEST_SELECT
 
 _MERGED = """SELECT job, metric, variant, max(last) AS last, min(first_iter) AS first_iter,
     max(last_iter) AS last_iter, min(first_ts) AS first_ts, max(last_ts) AS last_ts, min(min_value) AS min_value,

@@ -11,7 +11,7 @@ import pytest
 from helpers import FailingInserts, awkward_points, points_table
 from jobpulse.errors import StoreUnavailable
 from jobpulse.store import Store
-from jobpulse.store.schema import rollup_select
+from jobpulse.store.rollup_sql import rollup_select
 
 _KEY = ("job", "metric", "variant", "axis", "level", "block")
 _SUMS = ("sum", "n", "count")

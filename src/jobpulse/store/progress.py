@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .engine import Engine
-from .schema import ROLLUP_LEVELS
+from .rollup_sql import ROLLUP_LEVELS
 
 RATE_WINDOW_MS = 60_000
 _TIME_LEVEL = ROLLUP_LEVELS[1][0]  # the finest time blocks: 2**12 ms

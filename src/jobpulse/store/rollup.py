@@ -3,7 +3,7 @@
 A block of level ``L`` on an axis (0: iterations, 1: milliseconds) holds the points whose ``x`` falls in
 ``[k * 2**L, (k + 1) * 2**L)``: the sum and number of finite values, the number of points, the finite
 minimum and maximum, the last point as ``(x, inserted, value)``, and the first and last ``x`` and iteration.
-The same blocks are defined in SQL by ``schema.rollup_select`` (which rebuilds the rollup in upgrades);
+The same blocks are defined in SQL by ``rollup_sql.rollup_select`` (which rebuilds the rollup in upgrades);
 ``tests/test_rollup.py`` holds the two to the same rows.
 
 Built in the database by a materialized view, the rollup cost 50 ms per 100,000 points at 10 steps a
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .schema import ROLLUP_LEVELS
+from .rollup_sql import ROLLUP_LEVELS
 
 # the columns that name a scalar series: each worker (rank) of a job reports series of its own
 SERIES_COLUMNS = ("job", "metric", "variant", "worker")

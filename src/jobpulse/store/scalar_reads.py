@@ -39,13 +39,7 @@ class ScalarReads:
         return found if found is not None else self._read_parts(jobs, metric, variants)
 
     def _read_parts(self, jobs: list[str], metric: str | None, variants: list[str] | None) -> dict[Series, Extent]:
-        where, params = "job IN {jobs:Array(String)}", {"jobs": list(jobs)}
-        if metric is not None:
-            where += " AND metric = {metric:String}"
-            params["metric"] = metric
-        if variants is not None:
-            where += " AND variant IN {variants:Array(String)}"
-            params["variants"] = list(variants)
+        where, params = jobs_where(jobs, metric, variants)
         rows = self._engine.query(
             f"""SELECT job, metric, variant, worker, min(first_iter) AS i0, max(last_iter) AS i1,
                 toUnixTimestamp64Milli(min(first_ts)) AS t0, toUnixTimestamp64Milli(max(last_ts)) AS t1
@@ -238,14 +232,7 @@ class ScalarReads:
         """The exact number of stored points of the leader's series (a re-reported point counts once)."""
         if not jobs:
             return 0
-        where = "job IN {jobs:Array(String)}"
-        params: dict[str, Any] = {"jobs": list(jobs)}
-        if metric is not None:
-            where += " AND metric = {metric:String}"
-            params["metric"] = metric
-        if variants is not None:
-            where += " AND variant IN {variants:Array(String)}"
-            params["variants"] = list(variants)
+        where, params = jobs_where(jobs, metric, variants)
         only = self._only(jobs, metric, variants, params)
         if only is None:
             return 0
@@ -282,6 +269,19 @@ class ScalarReads:
             GROUP BY metric, variant ORDER BY metric, variant""",
             params,
         ).to_pylist()
+
+
+def jobs_where(jobs: list[str], metric: str | None, variants: list[str] | None) -> tuple[str, dict[str, Any]]:
+    """The condition that keeps a read to ``jobs`` (to ``metric`` and its ``variants`` where given), and its
+    parameters."""
+    where, params = "job IN {jobs:Array(String)}", {"jobs": list(jobs)}
+    if metric is not None:
+        where += " AND metric = {metric:String}"
+        params["metric"] = metric
+    if variants is not None:
+        where += " AND variant IN {variants:Array(String)}"
+        params["variants"] = list(variants)
+    return where, params
 
 
 def series_where(jobs: list[str], metric: str, variants: list[str] | None) -> tuple[str, dict[str, Any]]:

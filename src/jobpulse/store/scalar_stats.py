@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .engine import Engine
-from .schema import ROLLUP_LEVELS
+from .rollup_sql import ROLLUP_LEVELS
 
 Series = tuple[str, str, str]
 _FINE = ROLLUP_LEVELS[0][0]

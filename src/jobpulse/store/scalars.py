@@ -18,8 +18,8 @@ from .chart_recent import RecentCharts
 from .engine import Engine
 from .memory import Memory, copy_series
 from .ranks import Extent, JobLeaders, Series
+from .rollup_sql import ROLLUP_LEVELS
 from .scalar_reads import MAX_PAGE, POINT_FIELDS, ScalarReads, series_where
-from .schema import ROLLUP_LEVELS
 from .series import split_series
 
 Axis = Literal["iter", "time"]
