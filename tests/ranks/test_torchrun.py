@@ -12,9 +12,11 @@ import os
 import socket
 import subprocess
 import sys
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 
 from jobpulse.client import Client
@@ -156,3 +158,26 @@ def test_torchrun_alone_keeps_each_ranks_console_as_its_log(alone, api):
         steps = [m for m in mine[f"worker-{rank}"] if " step " in m]
         assert steps == rank_lines(rank, 3)
     assert sorted(mine) == ["worker-0", "worker-1", "worker-2"]
+
+
+def vendor(server, path: str, **headers: str) -> dict:
+    """A compatible API's answer (a jobpulse key where each vendor's clients put a credential)."""
+    request = urllib.request.Request(server.url + path, headers=headers)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return orjson.loads(response.read())
+
+
+def test_the_vendor_apis_count_the_node_and_its_task_log_holds_every_ranks_lines(wrapped, alone, api, server):
+    key = server.api_key
+    bearer = {"Authorization": f"Bearer {key}"}
+    for job, units in (("ddp-wrapped", [NODE]), ("ddp-alone", ["worker-0", "worker-1", "worker-2"])):
+        pai = vendor(server, f"/api/v1/jobs/{job}/metrics?MetricType=CpuCoreUsage", **bearer)
+        assert [pod["PodId"] for pod in pai["PodMetrics"]] == [f"{job}-{unit}" for unit in units]
+        baseten = vendor(server, f"/v1/training_projects/ranks/jobs/{job}/metrics", **bearer)
+        assert baseten["training_job"]["node_count"] == len(units)
+    preview = vendor(server, f"/v2/ranks/training-jobs/ddp-wrapped/tasks/{NODE}/logs/preview", **{"X-Auth-Token": key})
+    # the node's task log is the node's lines and its ranks', in the order of the job's log: nothing lost
+    assert preview["content"] == "".join(f"{line['msg']}\n" for line in logs(api, "ddp-wrapped"))
+    for rank in (0, 1):
+        assert all(preview["content"].count(f"{expected}\n") == 1 for expected in rank_lines(rank, 2))
+    assert OMP_WARNING in preview["content"]

@@ -6,8 +6,11 @@
          {"start_epoch_millis": int | null, "end_epoch_millis": int | null, "step_seconds": int | null}
     Authorization: Bearer <key>   (as the ``baseten`` SDK sends it; ``Api-Key <key>`` works too)
 
-Identity: ``training_project_id`` is the jobpulse project, which must own the job ``training_job_id``; a node
-is a worker and a GPU rank is a device index. The jobpulse API key goes in ``Authorization: Bearer <key>`` or
+Identity: ``training_project_id`` is the jobpulse project, which must own the job ``training_job_id``; a GPU
+rank is a device index of a node, and a node is a machine: in a job of nodes and ranks a node worker
+(``node-0``, ``node-<host>``), whose ranks are part of it (``compat/nodes.py``), and every worker that no node
+worker holds (a lone process, a rank whose node never registered, every worker of a job without node workers)
+is a node of its own. The jobpulse API key goes in ``Authorization: Bearer <key>`` or
 ``Authorization: Api-Key <key>``. Both forms take the same parameters (the SDK marks POST deprecated).
 
 Window: ``end_epoch_millis`` defaults to the job's end, or now while it runs; ``start_epoch_millis`` defaults
@@ -27,13 +30,14 @@ Units: ``gpu_memory_usage_bytes`` bytes (stored ``gpu_mem_bytes``), ``gpu_utiliz
 bytes (``mem_bytes``), ``ephemeral_storage`` and ``cache`` ``usage_bytes`` in bytes (``ephemeral_bytes``,
 ``cache_bytes``) and ``utilization`` as fractions (``ephemeral_util``, ``cache_util``).
 
-Answer: the top-level per-rank maps, ``cpu_*``, ``ephemeral_storage`` and ``cache`` are the leader's:
-the job's ``leader`` field, else ``worker-0``, else its first worker. ``cache`` is null when no worker of
-the job ever reported a cache metric. ``per_node_metrics`` has every worker of the job, in worker order.
-``training_job`` describes the job: statuses map to TRAINING_JOB_CREATED, _RUNNING, _COMPLETED, _FAILED
-and _STOPPED; ``node_count`` is the job's number of workers (at least 1); ``instance_type`` comes from the
-job's ``instance_type`` (id, name, memory_limit_mib, millicpu_limit, gpu_count, gpu_type,
-gpu_memory_limit_mib; absent numbers are 0, absent GPU fields null), which ``jobpulse run`` and ``jobpulse
+Answer: the top-level per-rank maps, ``cpu_*``, ``ephemeral_storage`` and ``cache`` are the leader's node's:
+the node holding the job's ``leader`` (else ``worker-0``, else its first worker), or the leader itself where no
+node holds it. ``cache`` is null when no worker of the job ever reported a cache metric. ``per_node_metrics``
+has every node of the job, in worker order, then any rank held by a node that has samples of its own (the
+SDK's in-process sampling). ``training_job`` describes the job: statuses map to TRAINING_JOB_CREATED,
+_RUNNING, _COMPLETED, _FAILED and _STOPPED; ``node_count`` is the job's number of nodes (at least 1);
+``instance_type`` comes from the job's ``instance_type`` (id, name, memory_limit_mib, millicpu_limit, gpu_count,
+gpu_type, gpu_memory_limit_mib; absent numbers are 0, absent GPU fields null), which ``jobpulse run`` and ``jobpulse
 agent`` fill from the hardware of the worker that registers the job, unless the job was given one.
 
 Errors: ``{"detail": "<message>"}`` with the HTTP status (400 bad body, query, id or window; 401 missing or
@@ -62,6 +66,7 @@ from ..server.routes.ingest import read_body
 from ..store import ApiKey, Job
 from ..store.jobs import check_job, check_project, now_ms
 from ..store.system import MAX_POINTS, align_start
+from . import nodes as hierarchy
 
 router = APIRouter(tags=["Baseten"])
 
@@ -239,7 +244,6 @@ def _answer(ctx: Context, key: ApiKey, project: str, job_id: str, window: Window
     if job is None:
         raise NotFound(f"training job {job_id!r} does not exist in training project {project!r}")
     registered = ctx.store.jobs.workers(job.job)
-    workers = [w.worker for w in registered]
     if end is None:
         end = job.ended if job.ended is not None else now_ms()
     span = DEFAULT_SPAN_MS
@@ -262,8 +266,10 @@ def _answer(ctx: Context, key: ApiKey, project: str, job_id: str, window: Window
     by_worker: dict[str, dict[tuple[str, str], np.ndarray]] = {}
     for i, (worker, metric, device) in enumerate(grid.keys):
         by_worker.setdefault(worker, {})[(metric, device)] = grid.values[i]
-    workers += [w for w in by_worker if w not in workers]
-    leader = job.leader or ("worker-0" if "worker-0" in workers or not workers else workers[0])
+    workers, count = hierarchy.listed(registered, list(by_worker))
+    known = {w.worker for w in registered} | set(by_worker)
+    named = job.leader or ("worker-0" if "worker-0" in known or not workers else workers[0])
+    leader = hierarchy.unit_of(registered, named)
     nodes = {worker: _node(times, by_worker.get(worker, {})) for worker in workers}
     top = nodes.get(leader) or _node(times, {})
     leader_rows = by_worker.get(leader, {})
@@ -277,7 +283,7 @@ def _answer(ctx: Context, key: ApiKey, project: str, job_id: str, window: Window
         }
     return {
         **top,
-        "training_job": training_job(job, len(workers)),
+        "training_job": training_job(job, count),
         "cache": cache,
         "per_node_metrics": [{"node_id": worker, "metrics": nodes[worker]} for worker in workers],
     }

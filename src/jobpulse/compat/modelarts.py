@@ -3,8 +3,12 @@
     GET /v2/{project_id}/training-jobs/{training_job_id}/metrics/{task_id}
     GET /v2/{project_id}/training-jobs/{training_job_id}/tasks/{task_id}/logs/preview
 
-Identity: ``project_id`` is the jobpulse project, ``training_job_id`` the job and ``task_id`` the worker
-(``worker-0``, ``worker-1``, ...). The project must own the job.
+Identity: ``project_id`` is the jobpulse project, ``training_job_id`` the job and ``task_id`` a worker. A
+ModelArts task is a machine: in a job of nodes and ranks it is a node worker (``node-0``, ``node-<host>``: what
+``jobpulse run`` registers), whose ranks are part of it (``compat/nodes.py``); a worker that no node worker
+holds (a lone process, a rank whose node never registered, every worker of a job without node workers) is a
+task of its own (``worker-0``, ``worker-1``, ...). A rank held by a node still answers as itself. The project
+must own the job.
 
 Credentials, as the official SDK (``huaweicloudsdkmodelarts`` over ``huaweicloudsdkcore``) sends them: a
 jobpulse access key pair as the ``BasicCredentials`` AK/SK, the request signed with ``SDK-HMAC-SHA256`` and
@@ -22,12 +26,14 @@ current minute while it runs); accelerator metrics average all samples of all th
 minute. A minute without samples, or whose mean is not a number (a NaN or infinite sample: minutes are read
 from the per-minute rollup, which sums them), and every minute of a metric the worker never reported, is
 ``-1``. Values are rounded to 3 decimals. A job longer than the store's series limit shows its latest
-``MAX_POINTS`` minutes.
+``MAX_POINTS`` minutes. A node's metrics are its own samples: the node wrapper samples the whole node.
 
-Log preview: ``content`` is the task's whole log when it fits in 5 MiB (5,242,880 bytes), else its latest
-lines that fit, cut at a line boundary; each line ends with a newline, so for a log that fits ``current_size``
-(bytes of ``content``, UTF-8) equals ``full_size`` (bytes of the whole log). The tail is read from the end
-of the log, so its cost does not grow with the size of the log.
+Log preview: the task's log is a node's own lines (its launcher's output) and its ranks' console lines, merged in
+time order as the node's console shows them, each line as it was written (no rank prefix); a task of its own has
+its own lines. ``content`` is the task's whole log when it fits in 5 MiB (5,242,880 bytes), else its latest lines
+that fit, cut at a line boundary; each line ends with a newline, so for a log that fits ``current_size`` (bytes
+of ``content``, UTF-8) equals ``full_size`` (bytes of the whole log). The tail is read from the end of the log,
+so its cost does not grow with the size of the log.
 
 Errors: ``{"error_code": "ModelArts.XXXX", "error_msg": "..."}`` with the HTTP status. Codes follow Huawei's
 published list where it has one (ModelArts.0104 parameter error, ModelArts.0201 no token, ModelArts.0204 token
@@ -57,6 +63,7 @@ from ..server.signatures import SignedRequest, sdk_hmac
 from ..store import ApiKey, Job, Worker
 from ..store.jobs import check_job, check_project, check_worker, now_ms
 from ..store.system import MAX_POINTS, MINUTE_MS
+from . import nodes
 
 router = APIRouter(tags=["ModelArts"])
 
@@ -160,7 +167,8 @@ def _task(request: Request, project_id: str, training_job_id: str, task_id: str)
         raise NotFound(f"training job {training_job_id!r} does not exist in project {project_id!r}")
     workers = ctx.store.jobs.workers(job.job)
     if task_id not in {w.worker for w in workers}:
-        names = ", ".join(w.worker for w in workers[:20]) + (", ..." if len(workers) > 20 else "") or "none"
+        tasks = nodes.units(workers)
+        names = ", ".join(tasks[:20]) + (", ..." if len(tasks) > 20 else "") or "none"
         raise NotFound(f"task {task_id!r} does not exist in training job {training_job_id!r} (tasks: {names})")
     return ctx, job, workers
 
@@ -212,8 +220,8 @@ def task_metrics(request: Request, project_id: str, training_job_id: str, task_i
     summary="ModelArts: the latest part (at most 5 MiB) of a training task's log",
 )
 def task_log_preview(request: Request, project_id: str, training_job_id: str, task_id: str) -> JSON:
-    ctx, job, _ = _task(request, project_id, training_job_id, task_id)
-    text, full = ctx.store.logs.tail_bytes(job.job, task_id, PREVIEW_LIMIT - 1)
+    ctx, job, workers = _task(request, project_id, training_job_id, task_id)
+    text, full = ctx.store.logs.tail_bytes(job.job, nodes.members(workers, task_id), PREVIEW_LIMIT - 1)
     content = text + "\n" if text else ""
     size = len(content.encode())
     return JSON({"content": content, "current_size": size, "full_size": max(full, size)})

@@ -2,8 +2,12 @@
 
     GET /api/v1/jobs/{JobId}/metrics?MetricType=...&StartTime=...&EndTime=...&TimeStep=...&Token=...
 
-Identity: ``JobId`` is the jobpulse job and each pod is one of its workers, named ``{JobId}-{worker}`` (as
-``dlc-...-worker-0`` in the document's example).
+Identity: ``JobId`` is the jobpulse job and a pod is a machine, named ``{JobId}-{worker}`` (as
+``dlc-...-worker-0`` in the document's example): in a job of nodes and ranks a pod is a node worker
+(``{JobId}-node-0``), whose ranks are part of it (``compat/nodes.py``); every worker that no node worker holds (a
+lone process, a rank whose node never registered, every worker of a job without node workers) is a pod of its
+own. A rank held by a node is a pod too only where it has samples of its own of the metric asked (the SDK's
+in-process sampling); a pod's metrics are its own samples, so a node's are what the node wrapper sampled.
 
 Credentials, as the official SDK (``alibabacloud-pai-dlc20201203``) sends them: a jobpulse access key pair as
 ``access_key_id``/``access_key_secret``, the request signed with ``ACS3-HMAC-SHA256`` (the SDK's default) or
@@ -22,13 +26,13 @@ Units: GpuCoreUsage, GpuMemoryUsage, CpuCoreUsage and MemoryUsage are percent (s
 NetworkInputRate, NetworkOutputRate, DiskReadRate and DiskWriteRate are bytes per second (``net_rx_Bps``,
 ``net_tx_Bps``, ``disk_read_Bps``, ``disk_write_Bps``).
 
-Answer: ``PodMetrics`` has one entry per worker of the job, in worker order, each with ``Metrics``: one
-``{Time, Value}`` per step, ``Time`` the start of the step in epoch milliseconds and ``Value`` the mean of the
-step's samples over all the pod's devices (GPU metrics pool the pod's GPUs). A step without samples, or whose
-mean is not a finite number (JSON has none), has no point, so a pod that never reported the metric (a CPU-only
-pod asked for GpuCoreUsage) has an empty ``Metrics``. Steps start at ``StartTime``; when ``TimeStep`` is whole
-hours, ``StartTime`` is first rounded down to its hour, and when it is whole minutes to its minute, so that
-the steps are read from the hourly or the per-minute rollup. At most 100,000 steps per call.
+Answer: ``PodMetrics`` has one entry per pod of the job, in worker order (held ranks with samples last), each
+with ``Metrics``: one ``{Time, Value}`` per step, ``Time`` the start of the step in epoch milliseconds and
+``Value`` the mean of the step's samples over all the pod's devices (GPU metrics pool the pod's GPUs). A step
+without samples, or whose mean is not a finite number (JSON has none), has no point, so a pod that never reported
+the metric (a CPU-only pod asked for GpuCoreUsage) has an empty ``Metrics``. Steps start at ``StartTime``; when
+``TimeStep`` is whole hours, ``StartTime`` is first rounded down to its hour, and when it is whole minutes to its
+minute, so that the steps are read from the hourly or the per-minute rollup. At most 100,000 steps per call.
 
 Errors: Alibaba Cloud's ``{"RequestId", "HostId", "Code", "Message"}`` with the HTTP status: 400
 ``MissingParameter`` or ``InvalidParameter`` (the message names the parameter), 401 ``MissingToken`` or
@@ -59,6 +63,7 @@ from ..server.signatures import SignedRequest, acs
 from ..store import ApiKey
 from ..store.jobs import check_job, now_ms
 from ..store.system import MAX_POINTS, MINUTE_MS, align_start
+from . import nodes
 
 router = APIRouter(tags=["PAI-DLC"])
 
@@ -215,8 +220,7 @@ def get_job_metrics(
         job.job, [METRICS[metric_type]], start_ms=start, end_ms=end, step_ms=step, pool_devices=True
     )
     rows = {worker: grid.values[i] for i, (worker, _, _) in enumerate(grid.keys)}
-    workers = [w.worker for w in ctx.store.jobs.workers(job.job)]
-    workers += [w for w in rows if w not in workers]
+    workers, _ = nodes.listed(ctx.store.jobs.workers(job.job), list(rows))
     pods = []
     for worker in workers:
         row = rows.get(worker)

@@ -134,21 +134,21 @@ class Logs:
             {"job": job},
         ).to_pylist()
 
-    def tail_bytes(self, job: str, worker: str, max_bytes: int) -> tuple[str, int]:
-        """The latest whole lines of one worker's log that fit in ``max_bytes`` (UTF-8, newline-joined),
-        and the full size of the log in bytes.
+    def tail_bytes(self, job: str, worker: str | tuple[str, ...], max_bytes: int) -> tuple[str, int]:
+        """The latest whole lines of one worker's log (or of several workers' logs merged in time order) that fit
+        in ``max_bytes`` (UTF-8, newline-joined), and the full size of the log in bytes.
 
         Reads only a time window at the end of the log, sized from the log's mean rate and corrected by a
         count over the primary key, so the cost depends on ``max_bytes``, not on the size of the log or on
         how many parts it is stored in; the kept lines are cut out of the read buffer in one piece.
         """
-        sizes = {row["worker"]: row for row in self.workers(job)}
-        found = sizes.get(worker)
-        if not found or not found["lines"]:
+        names = (worker,) if isinstance(worker, str) else worker
+        found = [row for row in self.workers(job) if row["worker"] in names and row["lines"]]
+        if not found:
             return "", 0
-        full = int(found["bytes"])
-        where = f"FROM {self._db}.logs WHERE job = {{job:String}} AND worker = {{worker:String}}"
-        params: dict[str, Any] = {"job": job, "worker": worker}
+        full = sum(int(row["bytes"]) for row in found)
+        where = f"FROM {self._db}.logs WHERE job = {{job:String}} AND worker IN {{workers:Array(String)}}"
+        params: dict[str, Any] = {"job": job, "workers": [row["worker"] for row in found]}
         ends = self._engine.query(
             f"SELECT (SELECT toUnixTimestamp64Milli(ts) {where} ORDER BY ts ASC LIMIT 1) AS first, "
             f"(SELECT toUnixTimestamp64Milli(ts) {where} ORDER BY ts DESC LIMIT 1) AS last",
@@ -176,13 +176,16 @@ class Logs:
             else:
                 break
         table = self._engine.query(
-            f"SELECT toUnixTimestamp64Milli(ts) AS ts, seq, concat(msg, '\\n') AS line {where} "
+            f"SELECT toUnixTimestamp64Milli(ts) AS ts, worker, seq, concat(msg, '\\n') AS line {where} "
             "AND ts >= fromUnixTimestamp64Milli({lo:Int64}) ORDER BY ts, worker, seq",
             {**params, "lo": lo},
         )
         lines = table.column("line").combine_chunks()
         ts, seq = table.column("ts").to_numpy(), table.column("seq").to_numpy()
         again = (ts[1:] == ts[:-1]) & (seq[1:] == seq[:-1])  # a row stored twice comes twice in a row
+        if again.any() and len(found) > 1:
+            who = table.column("worker").to_numpy(zero_copy_only=False)
+            again &= who[1:] == who[:-1]
         if again.any():
             lines = lines.filter(pa.array(np.concatenate([[True], ~again])))
         used = np.cumsum(pc.binary_length(lines).to_numpy(zero_copy_only=False)[::-1])  # newest first

@@ -3,6 +3,7 @@
 import { api, jobPath, query } from "./api.js";
 import { debounce, h } from "./dom.js";
 import { badge, bytes, fullTime, num } from "./format.js";
+import { hierarchy, members, shapeText } from "./hierarchy.js";
 import { LogView } from "./logview.js";
 import { app, banner, boot, done, errorState, setTitle } from "./shell.js";
 
@@ -13,8 +14,9 @@ const params = new URLSearchParams(location.search);
 async function main() {
   let job;
   let workers;
+  let registered;
   try {
-    [{ job }, { workers }] = await Promise.all([api(jobPath(JOB)), api(`${jobPath(JOB)}/logs/workers`)]);
+    [{ job, workers: registered }, { workers }] = await Promise.all([api(jobPath(JOB)), api(`${jobPath(JOB)}/logs/workers`)]);
   } catch (error) {
     app.append(errorState(error, "Job"));
     done();
@@ -29,18 +31,31 @@ async function main() {
   const followState = h("span", { class: "live paused" }, "Not following");
   const position = h("span", { class: "num" });
   const view = new LogView({ job: JOB, workers: names, onStatus: (s) => update(s) });
-  view.filter.worker = params.get("worker") || "";
+  const tree = hierarchy(registered);
+  const nodes = nodeSelections(tree, workers);
+  view.filter.worker = params.get("node") && nodes.has(params.get("node")) ? nodes.get(params.get("node")).join(",")
+    : params.get("worker") || "";
   view.filter.level = (params.get("level") || "").split(",").filter((l) => LEVELS.includes(l));
   view.filter.q = params.get("q") || "";
 
   // -- toolbar ------------------------------------------------------------------------------
   const workerControl = names.length <= 500
     ? h("select", { "aria-label": "Worker" }, h("option", { value: "" }, `All workers (${names.length})`),
-      workers.map((w) => h("option", { value: w.worker }, `${w.worker} · ${num(w.lines)} lines`)))
+      nodes.size ? workerGroups(tree, workers) : workers.map((w) => workerOption(w.worker, w.lines)))
     : h("input", { type: "text", list: "worker-list", placeholder: "All workers", "aria-label": "Worker" });
-  const datalist = names.length > 500 ? h("datalist", { id: "worker-list" }, names.map((n) => h("option", { value: n }))) : null;
-  workerControl.value = view.filter.worker;
-  workerControl.addEventListener("change", () => { view.filter.worker = workerControl.value.trim(); reload(); });
+  const datalist = names.length > 500 ? h("datalist", { id: "worker-list" },
+    [...nodes.keys()].map((n) => h("option", { value: `node:${n}` })), names.map((n) => h("option", { value: n }))) : null;
+  // the choice: a node ("node:<name>", its own lines and its ranks') or a worker
+  const selected = () => {
+    const value = workerControl.value.trim();
+    return value.startsWith("node:") && nodes.has(value.slice(5)) ? { node: value.slice(5) } : { worker: value };
+  };
+  workerControl.value = params.get("node") && nodes.has(params.get("node")) ? `node:${params.get("node")}` : view.filter.worker;
+  workerControl.addEventListener("change", () => {
+    const { node, worker } = selected();
+    view.filter.worker = node ? nodes.get(node).join(",") : worker;
+    reload();
+  });
 
   const levelChips = LEVELS.map((level) => h("button", { type: "button", class: "chip", dataset: { level },
     "aria-pressed": String(view.filter.level.includes(level)),
@@ -76,7 +91,8 @@ async function main() {
 
   function syncUrl(at = null) {
     const { worker, level, q } = view.filter;
-    const next = `${location.pathname}${query({ worker, level: level.join(","), q, at })}`;
+    const chosen = selected();
+    const next = `${location.pathname}${query({ ...chosen, level: level.join(","), q, at })}`;
     history.replaceState(null, "", next);
     download.href = `${jobPath(JOB)}/logs/download${query({ worker, level: level.join(","), q })}`;
   }
@@ -143,7 +159,8 @@ async function main() {
       h("a", { href: `/jobs/${encodeURIComponent(JOB)}` }, job.job), "/", h("span", {}, "Logs")),
     h("div", { class: "page-head" },
       h("div", { class: "title" }, h("h1", {}, h("span", {}, job.name || job.job), badge(job.status)),
-        h("div", { class: "sub" }, h("span", { class: "mono" }, job.job), ` · ${names.length} workers`)),
+        h("div", { class: "sub" }, h("span", { class: "mono" }, job.job), ` · ${names.length} workers`,
+          shapeText(tree) ? ` · ${shapeText(tree)}` : "")),
       h("div", { class: "actions" }, h("a", { class: "btn", href: `/jobs/${encodeURIComponent(JOB)}` }, "Charts"), download)),
     h("section", { class: "card logs-card" },
       h("div", { class: "toolbar logs-toolbar" },
@@ -167,6 +184,42 @@ async function main() {
     await view.open({ tail: true });
   }
   update({});
+}
+
+// Each node of the job, by name: the workers whose lines are the node's (its own and its ranks').
+function nodeSelections(tree, withLines) {
+  const logged = new Set(withLines.map((w) => w.worker));
+  const out = new Map();
+  for (const node of tree.nodes) {
+    const names = members(node).filter((w) => logged.has(w));
+    if (names.length) out.set(node.name, names);
+  }
+  return out;
+}
+
+function workerOption(worker, lines, text = worker) {
+  return h("option", { value: worker }, `${text} · ${num(lines)} lines`);
+}
+
+// A group per node: the whole node (its own lines and its ranks'), the node's own lines, each rank; then the
+// workers of no node.
+function workerGroups(tree, withLines) {
+  const lines = new Map(withLines.map((w) => [w.worker, w.lines]));
+  const placed = new Set();
+  const groups = [];
+  for (const node of tree.nodes) {
+    const names = members(node).filter((w) => lines.has(w));
+    if (!names.length) continue;
+    const total = names.reduce((sum, w) => sum + lines.get(w), 0);
+    const ranks = node.ranks.filter((w) => lines.has(w.worker));
+    groups.push(h("optgroup", { label: node.name },
+      h("option", { value: `node:${node.name}` }, `${node.name} · node and its ${ranks.length} rank${ranks.length === 1 ? "" : "s"} · ${num(total)} lines`),
+      node.worker && lines.has(node.name) ? workerOption(node.name, lines.get(node.name), `${node.name} · node only`) : null,
+      ranks.map((w) => workerOption(w.worker, lines.get(w.worker), w.rank == null ? w.worker : `${w.worker} · rank ${w.rank}`))));
+    for (const w of names) placed.add(w);
+  }
+  const rest = withLines.filter((w) => !placed.has(w.worker)).map((w) => workerOption(w.worker, w.lines));
+  return [...groups, ...rest];
 }
 
 main();
