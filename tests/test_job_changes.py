@@ -19,7 +19,7 @@ class _Meanwhile:
     def __init__(self, store: Store, marker: str, change: Callable[[], object]) -> None:
         self._engine, self._marker, self._change = store.jobs._engine, marker, change
         self.ran = False
-        store.jobs._engine = self
+        store.jobs._engine = store.jobs._workers._engine = self
 
     def __getattr__(self, name: str):  # noqa: ANN204
         return getattr(self._engine, name)

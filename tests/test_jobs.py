@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from helpers import T0, CountingEngine, post_columns, scalar_series
-from jobpulse.store.jobs import now_ms
+from jobpulse.store.identity import now_ms
 
 
 def make_job(client, job: str, project: str = "proj", **fields) -> dict:
@@ -285,7 +285,7 @@ def test_a_worker_ending_while_its_first_samples_register_it_stays_ended(store):
 
     store.jobs.create(Job(job="short", project="proj", name="short"))
     ending = _EndsWorkerAfterRead(store, "short", "worker-0")
-    store.jobs._engine = ending
+    store.jobs._engine = store.jobs._workers._engine = ending
     store.jobs.ensure_workers({("short", "worker-0")}, {"short": T0})
     assert ending.ended
     [worker] = store.jobs.workers("short")
@@ -301,7 +301,7 @@ def _worker_body(job: str, worker: str) -> dict:
 def test_a_worker_seen_before_costs_no_query_on_the_next_ingest(client, store):
     assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
     counting = CountingEngine(store.engine)
-    store.jobs._engine = counting
+    store.jobs._engine = store.jobs._workers._engine = counting
     assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
     assert counting.queries == 0
     assert post_columns(client, _worker_body("j1", "worker-1")).status_code == 200
@@ -330,6 +330,6 @@ def test_over_a_shared_server_a_worker_is_trusted_for_key_cache_seconds(
     with TestClient(app, headers={"Authorization": f"Bearer {admin_token}"}) as client:
         assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
         counting = CountingEngine(replica.engine)
-        replica.jobs._engine = counting
+        replica.jobs._engine = replica.jobs._workers._engine = counting
         assert post_columns(client, _worker_body("j1", "worker-0")).status_code == 200
         assert counting.queries == lookups

@@ -187,7 +187,7 @@ def test_download_refuses_unknown_placeholders(client, task):
 
 
 def test_clear_task_log_keeps_the_lines_newer_than_the_threshold(client, task):
-    from jobpulse.store.jobs import now_ms
+    from jobpulse.store.identity import now_ms
 
     now = now_ms()
     add_batch(

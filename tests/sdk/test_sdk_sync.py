@@ -10,7 +10,7 @@ import sdk_support as s
 from jobpulse.cli import main
 from jobpulse.sdk import spool as sp
 from jobpulse.sdk.run import Run
-from jobpulse.store.jobs import now_ms
+from jobpulse.store.identity import now_ms
 from jobpulse.testing import free_port
 
 pytestmark = pytest.mark.e2e

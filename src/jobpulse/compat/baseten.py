@@ -64,7 +64,7 @@ from ..server.context import Context, context
 from ..server.responses import JSON
 from ..server.routes.ingest import read_body
 from ..store import ApiKey, Job
-from ..store.jobs import check_job, check_project, now_ms
+from ..store.identity import check_job, check_project, now_ms
 from ..store.system import MAX_POINTS, align_start
 from . import nodes as hierarchy
 

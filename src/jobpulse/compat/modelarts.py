@@ -61,7 +61,7 @@ from ..server.key_pairs import SignatureRefused, key_pairs
 from ..server.responses import JSON
 from ..server.signatures import SignedRequest, sdk_hmac
 from ..store import ApiKey, Job, Worker
-from ..store.jobs import check_job, check_project, check_worker, now_ms
+from ..store.identity import check_job, check_project, check_worker, now_ms
 from ..store.system import MAX_POINTS, MINUTE_MS
 from . import nodes
 

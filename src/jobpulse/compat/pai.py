@@ -61,7 +61,7 @@ from ..server.key_pairs import Reason, SignatureRefused, key_pairs
 from ..server.responses import JSON
 from ..server.signatures import SignedRequest, acs
 from ..store import ApiKey
-from ..store.jobs import check_job, now_ms
+from ..store.identity import check_job, now_ms
 from ..store.system import MAX_POINTS, MINUTE_MS, align_start
 from . import nodes
 

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..store.jobs import JOB_ID, PROJECT_ID, WORKER_ID
+from ..store.identity import JOB_ID, PROJECT_ID, WORKER_ID
 from ..store.logs import LEVELS
 from .batch import MAX_EXAMPLES, Batch
 from .frames import add_frames

@@ -13,7 +13,7 @@ from .events import Events
 from .findings import Findings
 from .insight_config import InsightConfig
 from .insight_data import InsightData
-from .jobs import Job, Jobs, Worker
+from .jobs import Job, Jobs
 from .keys import ApiKey, Keys
 from .logs import LogFilter, Logs
 from .progress import Progress, WorkerProgress
@@ -25,6 +25,7 @@ from .state import ServerState
 from .system import SeriesWindow, System
 from .system_recent import RecentSystem
 from .usage import Usage
+from .workers import Worker
 from .writer import Writer
 
 __all__ = ["ApiKey", "Engine", "Job", "LogFilter", "SeriesWindow", "Session", "Store", "Worker", "open_store"]

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import copy
 import functools
-import re
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 import orjson
@@ -16,13 +14,12 @@ import orjson
 from ..errors import BadRequest, Conflict, NotFound
 from .changes import Changes
 from .engine import Engine
+from .identity import now_ms
 from .job_writes import JobWrites, ReadAs, Versions
+from .workers import Worker, Workers
 
 STATUSES = ("created", "running", "completed", "failed", "stopped")
 ENDED = frozenset({"completed", "failed", "stopped"})
-PROJECT_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
-JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
-WORKER_ID = re.compile(r"^[A-Za-z0-9._:@/-]{1,128}$")
 DATA_TABLES = (
     "scalars",
     "scalars_latest",
@@ -37,57 +34,6 @@ DATA_TABLES = (
     "workers",
     "insight_findings",
 )
-
-
-def check_project(project: Any, field_name: str = "project") -> str:
-    if not isinstance(project, str) or not PROJECT_ID.match(project):
-        raise BadRequest(f"'{field_name}' must be 1-64 letters, digits or '-', got {project!r}", field=field_name)
-    return project
-
-
-def check_job(job: Any, field_name: str = "job") -> str:
-    if not isinstance(job, str) or not JOB_ID.match(job):
-        raise BadRequest(
-            f"'{field_name}' must be 1-128 letters, digits or '._:-' starting with a letter or digit, got {job!r}",
-            field=field_name,
-        )
-    return job
-
-
-def check_worker(worker: Any, field_name: str = "worker") -> str:
-    if not isinstance(worker, str) or not WORKER_ID.match(worker):
-        raise BadRequest(
-            f"'{field_name}' must be 1-128 of letters, digits or '._:@/-', got {worker!r}", field=field_name
-        )
-    return worker
-
-
-WORKER_KINDS = ("node", "rank", "process")  # the node wrapper, a process of a launch, a lone process
-RANK_MAX = 2**31 - 1
-
-
-def check_placement(changes: dict[str, Any]) -> dict[str, Any]:
-    """Check the placement fields of a worker change (``kind``, ``node``, ``rank``, ``local_rank``) where given."""
-    if "kind" in changes and changes["kind"] not in WORKER_KINDS:
-        raise BadRequest(f"'kind' must be one of {', '.join(WORKER_KINDS)}, got {changes['kind']!r}", field="kind")
-    if changes.get("node"):
-        check_worker(changes["node"], "node")
-    for name in ("rank", "local_rank"):
-        value = changes.get(name)
-        if value is not None and not 0 <= value <= RANK_MAX:
-            raise BadRequest(f"'{name}' must be between 0 and {RANK_MAX}, got {value!r}", field=name)
-    return changes
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def check_at(at: Any, field_name: str = "at") -> int:
-    """When a sender says a registration or status change happened: epoch milliseconds, not negative."""
-    if not isinstance(at, int) or isinstance(at, bool) or at < 0:
-        raise BadRequest(f"'{field_name}' must be epoch milliseconds (an integer >= 0), got {at!r}", field=field_name)
-    return at
 
 
 def _when(at: int | None) -> int:
@@ -121,31 +67,10 @@ class Job:
         return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "read_as"}
 
 
-@dataclass
-class Worker:
-    job: str
-    worker: str
-    status: str = "running"
-    host: str = ""
-    exit_code: int | None = None
-    started: int | None = None
-    ended: int | None = None
-    updated: int = 0
-    kind: str = "process"  # WORKER_KINDS
-    node: str = ""  # the node worker a rank runs on; "" for a node or a lone process
-    rank: int | None = None
-    local_rank: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 _JOB_COLUMNS = """job, project, name, status, toUnixTimestamp64Milli(created) AS created,
     toUnixTimestamp64Milli(started) AS started, toUnixTimestamp64Milli(ended) AS ended,
     toUnixTimestamp64Milli(updated) AS updated, tags, config, instance_type, error_message, leader, locked,
     deleted, version"""
-_WORKER_COLUMNS = """job, worker, status, host, exit_code, toUnixTimestamp64Milli(started) AS started,
-    toUnixTimestamp64Milli(ended) AS ended, toUnixTimestamp64Milli(updated) AS updated, kind, node, rank, local_rank"""
 
 
 def _job_from_row(row: dict) -> Job:
@@ -200,6 +125,7 @@ class Jobs:
         self._versions = Versions()
         self._writes = JobWrites(engine, db, self._versions)
         self._lock = threading.RLock()
+        self._workers = Workers(engine, db, self._versions)
 
     # -- jobs -------------------------------------------------------------------------------------
 
@@ -407,44 +333,15 @@ class Jobs:
     # -- workers ----------------------------------------------------------------------------------
 
     def workers(self, job: str) -> list[Worker]:
-        rows = self._engine.query(
-            f"SELECT {_WORKER_COLUMNS} FROM {self._db}.workers FINAL "
-            "WHERE job = {job:String} AND deleted = 0 ORDER BY length(worker), worker",
-            {"job": job},
-        ).to_pylist()
-        return [Worker(**row) for row in rows]
+        return self._workers.read(job)
 
     def worker_counts(self, jobs: list[str]) -> dict[str, int]:
         """How many workers each of ``jobs`` has."""
-        if not jobs:
-            return {}
-        rows = self._engine.query(
-            f"SELECT job, count() AS n FROM {self._db}.workers FINAL "
-            "WHERE job IN {jobs:Array(String)} AND deleted = 0 GROUP BY job",
-            {"jobs": list(jobs)},
-        ).to_pylist()
-        return {row["job"]: int(row["n"]) for row in rows}
+        return self._workers.counts(jobs)
 
     def ensure_workers(self, pairs: set[tuple[str, str]], first_seen_ms: dict[str, int]) -> None:
-        """Register the (job, worker) ``pairs`` not stored yet as running. Not under the job lock, so that requests of
-        new workers arriving together stay together (their points are stored by one insert). The rows take a version
-        drawn before the read: a status change stored after that read (a short worker's first samples and its end,
-        arriving together) has a later version and stays the worker's state."""
-        if not pairs:
-            return
-        version = self._versions.next()
-        jobs = sorted({job for job, _ in pairs})
-        rows = self._engine.query(
-            f"SELECT job, worker FROM {self._db}.workers FINAL WHERE job IN {{jobs:Array(String)}} AND deleted = 0",
-            {"jobs": jobs},
-        ).to_pylist()
-        known = {(r["job"], r["worker"]) for r in rows}
-        new = [
-            Worker(job=j, worker=w, status="running", started=first_seen_ms.get(j) or now_ms())
-            for j, w in sorted(pairs - known)
-        ]
-        if new:
-            self._write_workers(new, version)
+        """Register the (job, worker) ``pairs`` not stored yet as running (``Workers.ensure``)."""
+        self._workers.ensure(pairs, first_seen_ms)
 
     @_one_at_a_time
     def set_worker(self, job_id: str, worker: str, changes: dict[str, Any], at: int | None = None) -> Worker:
@@ -462,7 +359,7 @@ class Jobs:
             found.ended = found.ended or when
         else:
             found.ended = None
-        self._write_workers([found])
+        self._workers.write([found])
         # the workers read after this write: of two workers ending at once on two replicas, the later reader
         # sees both ended and ends the job
         self._follow_workers(job, self.workers(job_id), when)
@@ -486,21 +383,6 @@ class Jobs:
                 )
             self._transition(job, final, max(w.ended or at for w in workers))  # the job ends with its last worker
             self.write(job)
-
-    def _write_workers(self, workers: list[Worker], version: int | None = None) -> None:
-        now = now_ms()
-        rows = []
-        for w in workers:
-            w.updated = now
-            row = w.to_dict()
-            row.update(deleted=0, version=version or self._versions.next())
-            rows.append(row)
-        self._insert("workers", rows)
-
-    def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
-        from .columns import rows_to_arrow
-
-        self._engine.insert(f"{self._db}.{table}", rows_to_arrow(table, rows))
 
     def delete_data(self, job_id: str) -> None:
         """Delete every reported row of a job (scalars, events, logs, system metrics); the job and its

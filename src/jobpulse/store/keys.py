@@ -21,7 +21,7 @@ import pyarrow as pa
 from ..errors import BadRequest, NotFound
 from .columns import rows_to_arrow
 from .engine import Engine
-from .jobs import check_project, now_ms
+from .identity import check_project, now_ms
 from .sessions import Sessions
 
 ROLES = ("read", "write", "admin")

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from .engine import Engine
-from .jobs import now_ms
+from .identity import now_ms
 
 _MS = pa.timestamp("ms", tz="UTC")
 _ROW = pa.schema(

@@ -12,7 +12,7 @@ from starlette.responses import HTMLResponse, Response
 from ..errors import Forbidden, Unauthorized
 from ..server.context import context
 from ..store import ApiKey
-from ..store.jobs import check_job
+from ..store.identity import check_job
 from . import assets, html
 
 router = APIRouter(include_in_schema=False)

@@ -31,7 +31,7 @@ from ...errors import BadRequest, JobpulseError, NotFound, PayloadTooLarge
 from ...server.context import Context, context
 from ...server.headers import user_file
 from ...server.routes.files import file_url
-from ...store.jobs import JOB_ID
+from ...store.identity import JOB_ID
 from .auth import authenticate, file_reader
 from .envelope import ClearmlError, ClearmlJSON, error_response, from_jobpulse
 

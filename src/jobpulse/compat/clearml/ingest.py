@@ -36,7 +36,7 @@ from ...ingest.parse import ITER_MAX, ITER_MIN, MAX_MSG, MAX_NAME, MAX_PAYLOAD, 
 from ...server.context import Context
 from ...server.routes.ingest import resolve_jobs
 from ...store import ApiKey
-from ...store.jobs import JOB_ID, WORKER_ID
+from ...store.identity import JOB_ID, WORKER_ID
 from . import jsontext
 from .ingest_tables import Collected, LogLine, Series
 from .known_tasks import KnownTasks, TaskInfo

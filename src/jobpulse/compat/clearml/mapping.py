@@ -29,7 +29,7 @@ import orjson
 from ...errors import NotFound
 from ...server.context import Context
 from ...store import ApiKey, Job
-from ...store.jobs import JOB_ID, PROJECT_ID, now_ms
+from ...store.identity import JOB_ID, PROJECT_ID, now_ms
 from .envelope import INVALID_MODEL_ID, INVALID_PROJECT_ID, INVALID_TASK_ID, ClearmlError
 
 PROJECT_STATE = "clearml.project."

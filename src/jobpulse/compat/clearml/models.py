@@ -10,7 +10,7 @@ import copy
 from typing import Any
 
 from ...store import Job
-from ...store.jobs import now_ms
+from ...store.identity import now_ms
 from . import mapping
 from .dispatch import Call
 from .params import flag, integer, objects, required, strings, text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...store.jobs import now_ms
+from ...store.identity import now_ms
 from . import mapping
 from .dispatch import Call
 from .envelope import INVALID_PROJECT_ID, INVALID_REGEX, ClearmlError

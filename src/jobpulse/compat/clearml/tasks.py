@@ -12,7 +12,7 @@ import copy
 from typing import Any
 
 from ...store import Job
-from ...store.jobs import now_ms
+from ...store.identity import now_ms
 from . import mapping
 from .dispatch import Call
 from .envelope import INVALID_TASK_STATUS, INVALID_TASK_TYPE, NOT_SUPPORTED, ClearmlError

@@ -19,7 +19,7 @@ from ...insights.alerts import FORMATS
 from ...insights.service import Insights, wall_ms
 from ...insights.waste import job_waste, project_waste
 from ...store import ApiKey
-from ...store.jobs import check_project
+from ...store.identity import check_project
 from ..context import caller, context, page_args, parse_time, split_list
 from ..responses import JSON
 

@@ -10,7 +10,8 @@ from starlette.concurrency import run_in_threadpool
 from ...errors import BadRequest
 from ...ingest.limits import MAX_DEPTH, depth
 from ...store import ApiKey, Job
-from ...store.jobs import STATUSES, check_at, check_job, check_placement, check_project, check_worker
+from ...store.identity import check_at, check_job, check_placement, check_project, check_worker
+from ...store.jobs import STATUSES
 from ..context import caller, context, page_args
 from ..responses import JSON
 
