@@ -4,17 +4,15 @@ Runs headless Chromium (Debian's ``chromium``) through Playwright against a real
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from browser import signed_in_page
 from synth import constant, healthy, piecewise, recent
 
 pytestmark = pytest.mark.e2e
-CHROMIUM = "/usr/bin/chromium"
 PROJECT = "ui-insights"
 JOB = "ui-idle"
 
@@ -30,9 +28,6 @@ class Remote:
 @pytest.fixture(scope="module")
 def page(server) -> Iterator[Any]:  # noqa: ANN001
     """A signed-in page on the session's server, with a job whose GPU has been idle for 20 minutes, evaluated."""
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        pytest.skip("Chromium is not installed")
-    sync_api = pytest.importorskip("playwright.sync_api")
     remote = Remote(server)
     util = lambda w, d: piecewise(90.0, (10, 30, 0.0)) if (w, d) == ("worker-0", "1") else constant(90.0)  # noqa: E731
     origin = recent(30)  # the server's own periodic evaluation sees what the test's evaluation saw
@@ -40,20 +35,8 @@ def page(server) -> Iterator[Any]:  # noqa: ANN001
     builder.project = PROJECT
     builder.send(remote)
     assert remote.post(f"/jp/v1/jobs/{JOB}/insights/evaluate", params={"at": builder.at(29.5)}).status_code == 200
-    link = remote.post("/jp/v1/login-links").json()["url"]
-    playwright = sync_api.sync_playwright().start()
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-    context = browser.new_context(base_url=server.url, viewport={"width": 1440, "height": 900})
-    context.set_default_timeout(20_000)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    tab.goto(link)
-    yield tab
-    context.close()
-    browser.close()
-    playwright.stop()
-    assert not errors, f"uncaught errors in the page: {errors}"
+    with signed_in_page(server) as tab:
+        yield tab
 
 
 def test_the_job_page_shows_a_badge_and_the_findings(page):

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobpulse.agent.base import Sample
+from jobpulse.agent.nvidia_throttle import throttle_samples
 
 log = logging.getLogger("jobpulse.agent")
 
@@ -484,6 +485,7 @@ class NvidiaCollector:
             clock = self._call(label, "nvmlDeviceGetClockInfo", h, getattr(nvml, "NVML_CLOCK_SM", 1))
             if clock is not None:
                 out.append(Sample("gpu_sm_clock_mhz", label, float(clock)))
+            out.extend(throttle_samples(self._call, self._unsupported, label, t.gpu.handle))
             if read_ecc:
                 volatile = getattr(nvml, "NVML_VOLATILE_ECC", 0)
                 for kind, metric in ((0, "gpu_ecc_corrected"), (1, "gpu_ecc_uncorrected")):

@@ -150,7 +150,7 @@ def build_collectors(
             scope = "host"
     collectors: list[Collector] = []
     if scope == "cgroup" and cg is not None:
-        collectors += [CgroupCpu(cg), CgroupMemory(cg, proc_root=proc_root), CgroupDisk(cg)]
+        collectors += [CgroupCpu(cg, proc_root=proc_root), CgroupMemory(cg, proc_root=proc_root), CgroupDisk(cg)]
     elif scope == "process":
         if pid is None:
             raise ValueError("scope 'process' needs a pid")

@@ -7,10 +7,13 @@ import urllib.parse
 from typing import Any
 
 from ..client import Client
+from ..sdk.env import default_project
 from .format import duration, json_text, number, table, when
 from .options import connect, read_options
 
 STATUSES = ("open", "resolved", "all")
+WEBHOOK_ACTIONS = ("list", "add", "delete", "test")
+FORMATS = ("json", "slack")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,13 +23,30 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="findings of a job or project: idle or underused GPUs, stragglers, hangs, divergence, hardware",
         description="Show what the detectors found on a job (or, with --project, on every job of a project): "
         "kind, severity, worker and device, when it started and ended, and the numbers that triggered it. "
-        "Definitions and thresholds: docs/insights.md.",
+        "Definitions and thresholds: docs/insights.md. "
+        "'jobpulse insights webhooks [--project P] list | add URL [--name N] [--format json|slack] | delete ID | "
+        "test ID' lists, adds, deletes and test-sends the project's webhooks (an admin key of the project).",
     )
-    p.add_argument("job", metavar="JOB", nargs="?", help="the job's id")
-    p.add_argument("--project", "-p", help="the findings of every job of this project instead")
+    p.add_argument("job", metavar="JOB", nargs="?", help="the job's id, or 'webhooks' for the project's webhooks")
+    p.add_argument(
+        "action",
+        metavar="ACTION",
+        nargs="?",
+        choices=WEBHOOK_ACTIONS,
+        help="with 'webhooks': list, add, delete or test",
+    )
+    p.add_argument("target", metavar="URL|ID", nargs="?", help="with 'webhooks add': the URL; delete, test: the id")
+    p.add_argument(
+        "--project",
+        "-p",
+        help="the findings of every job of this project instead; with 'webhooks': "
+        "the project (default: JOBPULSE_PROJECT, else 'default')",
+    )
     p.add_argument("--status", "-s", choices=STATUSES, default="all", help="open, resolved or all (default)")
     p.add_argument("--evaluate", action="store_true", help="evaluate the job now first (needs a write key)")
     p.add_argument("--waste", action="store_true", help="also the GPU-hours idle and underused")
+    p.add_argument("--name", default="", help="with 'webhooks add': the webhook's name")
+    p.add_argument("--format", choices=FORMATS, default="json", help="with 'webhooks add': json (default) or slack")
     read_options(p)
     p.set_defaults(func=cmd_insights)
 
@@ -67,6 +87,10 @@ def evidence_text(evidence: dict[str, Any]) -> str:
 
 
 def cmd_insights(args: argparse.Namespace) -> int:
+    if args.job == "webhooks":
+        return cmd_webhooks(args)
+    if args.action or args.target:
+        raise ValueError(f"unexpected argument {args.action or args.target!r} after the job (did you mean 'webhooks'?)")
     if bool(args.job) == bool(args.project):
         raise ValueError("name a JOB or a --project (one of them)")
     client = connect(args)
@@ -93,3 +117,44 @@ def cmd_insights(args: argparse.Namespace) -> int:
 
 def _project_waste(client: Client, project: str) -> dict[str, Any]:
     return client.get(f"/jp/v1/projects/{urllib.parse.quote(project)}/insights/waste")
+
+
+def cmd_webhooks(args: argparse.Namespace) -> int:
+    """``jobpulse insights webhooks [--project P] list|add URL|delete ID|test ID``."""
+    project = args.project or default_project()
+    path = f"/jp/v1/projects/{urllib.parse.quote(project, safe='')}/insights/webhooks"
+    if args.action is None:
+        raise ValueError(f"name what to do with the webhooks: {', '.join(WEBHOOK_ACTIONS)}")
+    if (args.action == "list") != (args.target is None):
+        raise ValueError("'list' takes no argument" if args.action == "list" else f"'{args.action}' needs its URL|ID")
+    client = connect(args)
+    if args.action == "list":
+        hooks = client.get(path)["webhooks"]
+        print(json_text({"webhooks": hooks}) if args.json else webhooks_table(project, hooks))
+        return 0
+    if args.action == "add":
+        body = {"url": args.target, "format": args.format, "name": args.name}
+        hook = client.request("POST", path, json=body)["webhook"]
+        print(json_text(hook) if args.json else f"added webhook {hook['webhook_id']} ({hook['format']}) {hook['url']}")
+        return 0
+    hook_path = f"{path}/{urllib.parse.quote(args.target, safe='')}"
+    if args.action == "delete":
+        client.request("DELETE", hook_path)
+        print(f"deleted webhook {args.target}")
+        return 0
+    sent = client.request("POST", hook_path + "/test")
+    if args.json:
+        print(json_text(sent))
+    elif sent["delivered"]:
+        print(f"test alert delivered to {args.target}: HTTP {sent['status']}")
+    else:
+        print(f"test alert not delivered to {args.target}: {sent.get('error') or 'HTTP ' + str(sent.get('status'))}")
+    return 0 if sent["delivered"] else 1
+
+
+def webhooks_table(project: str, hooks: list[dict[str, Any]]) -> str:
+    """A project's webhooks as a text table."""
+    if not hooks:
+        return f"No webhooks in project {project}."
+    rows = [[h["webhook_id"], h["name"] or "-", h["format"], when(h["created"]), h["url"]] for h in hooks]
+    return table(rows, ["ID", "NAME", "FORMAT", "CREATED", "URL"])

@@ -3,6 +3,7 @@
 import { api, jobPath } from "./api.js";
 import { clear, h } from "./dom.js";
 import { dateTime, duration, fullTime, num } from "./format.js";
+import { alpha, toPlotTime } from "./plot.js";
 
 const TITLES = {
   idle_gpu: "Idle GPU", underused: "Underused GPUs", straggler: "Straggler", hang: "Hang",
@@ -57,6 +58,73 @@ export async function markJobs(tbody) {
   }
 }
 
+// The job's findings as marks on its time charts (metrics on a time axis, system charts, the heat map): a
+// shaded span from each finding's start to its end (or now) and a triangle at its start whose hover names it.
+// A chart on an iteration axis shows none: its points carry no time to place them by.
+const marks = { findings: [], key: "", listeners: new Set() };
+const MARK_AXIS = "y2"; // an invisible 0..1 axis over the chart's own, where the triangles sit at the top
+
+// Call ``fn`` whenever the job's findings change (to redraw the charts).
+export function onFindingMarks(fn) { marks.listeners.add(fn); }
+
+export function setFindingMarks(findings) {
+  const key = JSON.stringify(findings.map((f) => [f.finding_id, f.started, f.ended, f.severity]));
+  if (key === marks.key) return;
+  Object.assign(marks, { findings, key });
+  for (const fn of marks.listeners) fn(findings);
+}
+
+// Fetch the findings of ``job`` (open and resolved) for the marks.
+export async function loadFindingMarks(job) {
+  try {
+    setFindingMarks((await api(`${jobPath(job)}/insights`)).findings);
+  } catch {
+    // no marks rather than a broken chart: the Insights tab says what went wrong
+  }
+}
+
+function severityColor(severity, opacity) {
+  const name = severity === "critical" ? "--bad" : severity === "warning" ? "--warn" : "--idle";
+  const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  return alpha(/^#[0-9a-f]{6}$/i.test(value) ? value : "#b45309", opacity);
+}
+
+// What a finding's hover names (as Plotly's hover markup: the names the senders chose are escaped).
+export function findingLabel(f) {
+  const where = [f.worker, f.device !== "" ? `GPU ${f.device}` : ""].filter(Boolean).join(" · ") || "job";
+  const text = `${TITLES[f.kind] || f.kind}${f.signal ? ` (${f.signal})` : ""} · ${where}`;
+  return text.replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);
+}
+
+// layout.shapes: per finding, a shaded span beneath the data and a ribbon along the top above it (what shows
+// on a heat map, whose cells hide the span).
+export function findingShapes() {
+  const now = Date.now();
+  return marks.findings.flatMap((f) => {
+    const span = { type: "rect", xref: "x", yref: "paper", x0: toPlotTime(f.started), x1: toPlotTime(f.ended ?? now),
+      line: { width: 0 } };
+    return [{ ...span, layer: "below", y0: 0, y1: 1, fillcolor: severityColor(f.severity, 0.1), name: `finding:${f.finding_id}` },
+      { ...span, layer: "above", y0: 0.985, y1: 1, fillcolor: severityColor(f.severity, 0.7), name: `finding-ribbon:${f.finding_id}` }];
+  });
+}
+
+// The layout's invisible axis for the triangles, when there are findings.
+export function findingAxis() {
+  return marks.findings.length ? { yaxis2: { overlaying: "y", range: [0, 1], fixedrange: true, visible: false } } : {};
+}
+
+// A trace of one triangle per finding at its start: hovering it names the finding.
+export function findingTraces() {
+  if (!marks.findings.length) return [];
+  const now = Date.now();
+  const text = marks.findings.map((f) => `<b>${findingLabel(f)}</b><br>${f.severity} · ` +
+    `${f.ended ? `${duration(f.ended - f.started)}, resolved` : `open for ${duration(now - f.started)}`}`);
+  return [{ type: "scatter", mode: "markers", yaxis: MARK_AXIS, name: "findings", showlegend: false,
+    x: marks.findings.map((f) => toPlotTime(f.started)), y: marks.findings.map(() => 0.96), text, cliponaxis: false,
+    marker: { symbol: "triangle-down", size: 11, color: marks.findings.map((f) => severityColor(f.severity, 1)) },
+    hovertemplate: "%{text}<extra></extra>", meta: "findings" }];
+}
+
 function evidenceText(evidence) {
   return Object.entries(evidence || {}).map(([k, v]) => {
     if (Array.isArray(v)) {
@@ -89,7 +157,8 @@ export class InsightsPanel {
     this.button = h("button", { class: "btn btn-sm", type: "button", onclick: () => this.evaluate() }, "Evaluate now");
     this.el = h("section", { class: "card insights-panel" },
       h("div", { class: "card-head" }, h("h2", {}, "Findings"), this.waste, h("div", { class: "right" }, this.button)),
-      this.body, project ? h("div", { class: "card-body" }, new ThresholdsForm({ project }).el) : null);
+      this.body, project ? h("div", { class: "card-body" }, new ThresholdsForm({ project }).el,
+        new WebhooksForm({ project }).el) : null);
     this.loaded = false;
   }
 
@@ -105,6 +174,7 @@ export class InsightsPanel {
         api(`${jobPath(this.job)}/insights/waste`).catch(() => null),
       ]);
       this.render(data.findings, waste);
+      setFindingMarks(data.findings);
     } catch (error) {
       clear(this.body).append(h("div", { class: "notice error-message" }, error.message));
     }
@@ -226,6 +296,106 @@ export class ThresholdsForm {
       this.message.className = "error-message";
       const field = error.field && this.inputs.get(error.field);
       if (field) field.input.focus();
+    }
+  }
+}
+
+// A project's webhooks (an admin key of the project): listed, added (name, URL, format), test-sent and deleted.
+export class WebhooksForm {
+  constructor({ project }) {
+    this.project = project;
+    this.list = h("div", { class: "webhook-list" });
+    this.message = h("span", { class: "muted" });
+    this.url = h("input", { name: "url", type: "text", placeholder: "https://…", "aria-label": "URL", size: 40 });
+    this.name = h("input", { name: "name", type: "text", placeholder: "name", "aria-label": "Name", size: 16 });
+    this.format = h("select", { name: "format", "aria-label": "Format" },
+      h("option", { value: "json" }, "JSON"), h("option", { value: "slack" }, "Slack"));
+    this.form = h("form", { class: "toolbar", onsubmit: (event) => { event.preventDefault(); this.add(); } },
+      this.name, this.url, this.format, h("button", { class: "btn btn-sm", type: "submit" }, "Add webhook"), this.message);
+    this.el = h("details", { class: "webhooks" }, h("summary", {}, `Webhooks of project ${project}`),
+      h("p", { class: "muted" }, "Each webhook gets a POST when a finding of the project opens and when it resolves."),
+      this.list, this.form);
+    this.el.addEventListener("toggle", () => { if (this.el.open && !this.loaded) this.load(); });
+  }
+
+  path(id = "") {
+    return `/jp/v1/projects/${encodeURIComponent(this.project)}/insights/webhooks${id ? `/${encodeURIComponent(id)}` : ""}`;
+  }
+
+  say(text, isError = false) {
+    this.message.textContent = text;
+    this.message.className = isError ? "error-message" : "muted";
+  }
+
+  async load() {
+    try {
+      const { webhooks } = await api(this.path());
+      this.loaded = true;
+      this.render(webhooks);
+    } catch (error) {
+      clear(this.list).append(h("div", { class: "notice error-message" }, error.status === 403
+        ? `Webhooks need an admin key of project ${this.project}.` : error.message));
+      this.form.hidden = error.status === 403;
+    }
+  }
+
+  render(webhooks) {
+    if (!webhooks.length) {
+      clear(this.list).append(h("p", { class: "muted" }, "No webhooks yet."));
+      return;
+    }
+    clear(this.list).append(h("table", { class: "grid webhooks-table" },
+      h("thead", {}, h("tr", {}, ["Name", "URL", "Format", "Added", ""].map((t) => h("th", {}, t)))),
+      h("tbody", {}, webhooks.map((w) => this.row(w)))));
+  }
+
+  row(w) {
+    const outcome = h("span", { class: "muted webhook-outcome" });
+    const test = h("button", { class: "btn btn-sm", type: "button", onclick: () => this.test(w, test, outcome) }, "Test");
+    const remove = h("button", { class: "btn btn-sm", type: "button", onclick: () => this.remove(w) }, "Delete");
+    return h("tr", { dataset: { webhook: w.webhook_id } }, h("td", {}, w.name || "–"), h("td", { class: "mono" }, w.url),
+      h("td", {}, w.format), h("td", { title: fullTime(w.created) }, dateTime(w.created)),
+      h("td", {}, test, " ", remove, " ", outcome));
+  }
+
+  async add() {
+    try {
+      await api(this.path(), { method: "POST",
+        body: { url: this.url.value.trim(), name: this.name.value.trim(), format: this.format.value } });
+      this.url.value = "";
+      this.name.value = "";
+      this.say("Added.");
+      await this.load();
+    } catch (error) {
+      this.say(error.message, true);
+      if (error.field === "url" || error.field === "name") this[error.field].focus();
+    }
+  }
+
+  async test(w, button, outcome) {
+    button.disabled = true;
+    outcome.textContent = "Sending…";
+    try {
+      const sent = await api(`${this.path(w.webhook_id)}/test`, { method: "POST" });
+      outcome.textContent = sent.delivered ? `Delivered (HTTP ${sent.status})`
+        : `Not delivered: ${sent.error || `HTTP ${sent.status}`}`;
+      outcome.className = sent.delivered ? "muted webhook-outcome" : "error-message webhook-outcome";
+    } catch (error) {
+      outcome.textContent = error.message;
+      outcome.className = "error-message webhook-outcome";
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  async remove(w) {
+    if (!window.confirm(`Delete the webhook ${w.name || w.url}?`)) return;
+    try {
+      await api(this.path(w.webhook_id), { method: "DELETE" });
+      this.say("Deleted.");
+      await this.load();
+    } catch (error) {
+      this.say(error.message, true);
     }
   }
 }

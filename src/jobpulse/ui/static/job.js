@@ -3,7 +3,8 @@
 import { api, jobPath } from "./api.js";
 import { clear, debounce, h, segmented } from "./dom.js";
 import { badge, bytes, clock, dateTime, duration, fullTime, jobDuration, num } from "./format.js";
-import { InsightsPanel, jobBadge } from "./insights.js";
+import { hierarchy, rows as treeRows, shapeText } from "./hierarchy.js";
+import { InsightsPanel, jobBadge, loadFindingMarks, onFindingMarks } from "./insights.js";
 import { MediaPanel } from "./media.js";
 import { ChartSections } from "./names.js";
 import { ChartView, describeRange, ScalarChart } from "./scalars.js";
@@ -61,7 +62,8 @@ function facts(job, workers, usage) {
   const gpus = it.gpu_count ? `${it.gpu_count}× ${it.gpu_type || "GPU"}${gpuMemory}` : "–";
   const counts = {};
   for (const w of workers) counts[w.status] = (counts[w.status] || 0) + 1;
-  const workerText = workers.length ? `${workers.length}` : "–";
+  const shape = shapeText(hierarchy(workers)); // "2 nodes × 4 ranks": the statuses move to its tooltip
+  const workerText = shape || (workers.length ? `${workers.length}` : "–");
   const workerSub = Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ");
   return h("div", { class: "card facts" },
     fact("Duration", els.duration = h("span", { class: "num" }, duration(jobDuration(job)))),
@@ -69,7 +71,8 @@ function facts(job, workers, usage) {
     fact(job.ended ? "Ended" : "Last update", dateTime(job.ended || job.updated), fullTime(job.ended || job.updated)),
     fact("Instance", it.name || it.id || "–", it.id || ""),
     fact("Accelerators per worker", gpus),
-    fact("Workers", [workerText, workerSub ? h("small", {}, ` ${workerSub}`) : null]),
+    fact("Workers", [workerText, workerSub && !shape ? h("small", {}, ` ${workerSub}`) : null],
+      shape ? `${workers.length} workers: ${workerSub}` : ""),
     fact("CPU · memory per worker", it.millicpu_limit ? `${num(it.millicpu_limit / 1000)} cores · ${bytes((it.memory_limit_mib || 0) * 1048576)}` : "–"),
     fact("Storage", usage ? [bytes(usage.bytes + (usage.files ? usage.files.bytes : 0)),
       h("small", {}, ` ${num(usage.rows)} rows`)] : "–"));
@@ -164,19 +167,29 @@ function syncUrl() {
 
 // -- details tab ------------------------------------------------------------------------------
 
+// A row of the workers card: a node (registered or only named by its ranks), a rank under it, or a lone process.
+function workerRow({ node, worker: w, depth }) {
+  const name = w ? w.worker : node.name;
+  const logs = depth === 0 && node ? `node=${encodeURIComponent(node.name)}` : `worker=${encodeURIComponent(name)}`;
+  const host = (w && w.host) || (node && !depth ? (node.ranks.find((r) => r.host) || {}).host : "") || "–";
+  return h("tr", { class: depth ? "rank-row" : node ? "node-row" : "", dataset: { worker: name } },
+    h("td", { class: "mono", style: depth ? { paddingLeft: "28px" } : {} }, depth ? `└ ${name}` : name),
+    h("td", {}, w ? w.kind : "node"), h("td", {}, host), h("td", { class: "num" }, w ? w.local_rank ?? "–" : "–"),
+    h("td", {}, w ? badge(w.status) : "–"), h("td", { class: "num" }, w ? w.exit_code ?? "–" : "–"),
+    h("td", {}, w ? dateTime(w.started) : "–"), h("td", {}, w ? dateTime(w.ended) : "–"),
+    h("td", {}, h("a", { href: `/jobs/${encodeURIComponent(JOB)}/logs?${logs}` }, "logs")));
+}
+
 function detailsPanel(job, workers, usage) {
   const page = { n: 0 };
   const size = 50;
   const body = h("tbody");
   const pager = h("div", { class: "pager" });
+  const tree = treeRows(hierarchy(workers)); // nodes, each followed by its ranks, then lone processes
   const renderWorkers = () => {
     clear(body);
-    for (const w of workers.slice(page.n * size, (page.n + 1) * size)) {
-      body.append(h("tr", {}, h("td", { class: "mono" }, w.worker), h("td", {}, badge(w.status)), h("td", {}, w.host || "–"),
-        h("td", { class: "num" }, w.exit_code ?? "–"), h("td", {}, dateTime(w.started)), h("td", {}, dateTime(w.ended)),
-        h("td", {}, h("a", { href: `/jobs/${encodeURIComponent(JOB)}/logs?worker=${encodeURIComponent(w.worker)}` }, "logs"))));
-    }
-    const pages = Math.max(1, Math.ceil(workers.length / size));
+    for (const row of tree.slice(page.n * size, (page.n + 1) * size)) body.append(workerRow(row));
+    const pages = Math.max(1, Math.ceil(tree.length / size));
     clear(pager).append(h("span", {}, `${workers.length} workers`), h("div", { class: "right" },
       h("button", { class: "btn btn-sm", disabled: page.n === 0, onclick: () => { page.n -= 1; renderWorkers(); } }, "Previous"),
       h("span", {}, `${page.n + 1} / ${pages}`),
@@ -203,7 +216,8 @@ function detailsPanel(job, workers, usage) {
     h("div", { style: { display: "grid", gap: "16px" } },
       h("section", { class: "card" }, h("div", { class: "card-head" }, h("h2", {}, "Workers")),
         h("div", { class: "table-wrap" }, h("table", { class: "grid workers" }, h("thead", {}, h("tr", {},
-          ["Worker", "Status", "Host", "Exit code", "Started", "Ended", ""].map((t) => h("th", {}, t)))), body)), pager),
+          ["Worker", "Kind", "Host", "Local rank", "Status", "Exit code", "Started", "Ended", ""].map((t) => h("th", {}, t)))),
+        body)), pager),
       usageCard),
     h("div", { style: { display: "grid", gap: "16px" } },
       h("section", { class: "card" }, h("div", { class: "card-head" }, h("h2", {}, "Job")), h("div", { class: "card-body" },
@@ -262,6 +276,8 @@ async function main() {
   if (at) {
     system.range = view.range;
   }
+  onFindingMarks(() => { for (const chart of view.charts) chart.redraw(); system.setMarker(system.marker); });
+  loadFindingMarks(JOB);
   const media = new MediaPanel({ job: JOB });
   const insights = new InsightsPanel({ job: JOB, project: job.project,
     onSelect: (ms) => { view.setMarker(ms); if (system) system.setMarker(ms); } });
@@ -313,7 +329,7 @@ async function main() {
     if (job.status === "running" || wasRunning) {
       view.refresh();
       if (ticks % 3 === 0) system.refresh();
-      if (ticks % 6 === 0) els.insights.refresh();
+      if (ticks % 6 === 0) { els.insights.refresh(); loadFindingMarks(JOB); }
       const next = await api(`${jobPath(JOB)}/scalars`).catch(() => null);
       if (next && metrics.el.addMetrics) metrics.el.addMetrics(next.metrics);
       else if (next && next.metrics.length) {

@@ -13,6 +13,7 @@ import {
   alpha, baseLayout, color, CONFIG, followTheme, fromPlotTime, loadPlotly, markerShape, markFirstChart,
   markInteractiveChart, themeColors, toPlotTime,
 } from "./plot.js";
+import { findingAxis, findingShapes, findingTraces } from "./insights.js";
 import { drawPreview, hasPreview, removePreview } from "./preview.js";
 
 // Two chart queries at a time: the first charts on screen arrive sooner than if all shared the server at once.
@@ -274,7 +275,9 @@ export class ScalarChart {
       xaxis, yaxis: { autorange: true, fixedrange: true },
       showlegend: series.length > 1,
       margin: { l: 56, r: 16, t: series.length > 1 ? 28 : 10, b: 34 },
-      shapes: marker && axis === "time" ? [markerShape(toPlotTime(marker))] : [],
+      // the job's findings, like the marker, where the axis is time (see insights.js)
+      shapes: axis === "time" ? [...findingShapes(), ...(marker ? [markerShape(toPlotTime(marker))] : [])] : [],
+      ...(axis === "time" ? findingAxis() : {}),
       uirevision: this.metric,
     });
   }
@@ -308,7 +311,8 @@ export class ScalarChart {
       this.setState(this.emptyMessage());
       return;
     }
-    await Plotly.react(this.plot, this.traces(), this.layout(), CONFIG);
+    const marks = this.view.axis === "time" ? findingTraces() : [];
+    await Plotly.react(this.plot, [...this.traces(), ...marks], this.layout(), CONFIG);
     removePreview(this.plot); // after Plotly has drawn beneath it: no frame without a chart
     if (!this.plotted) {
       this.plotted = true;

@@ -3,6 +3,7 @@
 
 import { clear, h, isVisible, whenVisible } from "./dom.js";
 import { natural } from "./format.js";
+import { findingTraces } from "./insights.js";
 import { alpha, color, CONFIG, followTheme, fromPlotTime, loadPlotly, toPlotTime } from "./plot.js";
 import { metricInfo, titleWithUnit } from "./system-metrics.js";
 
@@ -38,7 +39,7 @@ class Plotted {
   async show(traces, layout) {
     const Plotly = await loadPlotly();
     this.plot.querySelector(".chart-state, .skeleton")?.remove();
-    await Plotly.react(this.plot, traces, layout, CONFIG);
+    await Plotly.react(this.plot, [...traces, ...findingTraces()], layout, CONFIG); // the job's findings: insights.js
     if (!this.plotted) {
       this.plotted = true;
       this.plot.on("plotly_relayout", (event) => this.panel.relayout(event));
@@ -204,11 +205,11 @@ export class SystemChart extends Plotted {
       await panel.heatReady;
       let data;
       if (this.device) {
-        const rows = panel.worker ? info.perWorker.get(panel.worker) || 1 : info.series;
+        const rows = panel.worker ? panel.selected().reduce((n, w) => n + (info.perWorker.get(w) || 0), 0) || 1 : info.series;
         data = await panel.series([this.metric], { worker: panel.worker, rows,
           cells: rows > MAX_LINES ? HEAT_CELLS : LINE_CELLS });
       } else {
-        const rows = panel.worker ? 1 : panel.workers.length;
+        const rows = panel.worker ? panel.selected().length : panel.workers.length;
         data = await panel.series(panel.hostMetrics, { worker: panel.worker, device: "", rows, cells: LINE_CELLS });
       }
       if (this.key !== key) return;
@@ -243,7 +244,7 @@ export class SystemChart extends Plotted {
       this.meta.textContent = `${series.length} series: mean with min–max`;
     } else {
       series.forEach((s, i) => {
-        const name = this.device ? (this.panel.worker ? `${dev} ${s.device}` : `${s.worker} · ${dev} ${s.device}`) : s.worker;
+        const name = this.device ? (this.panel.selected().length === 1 ? `${dev} ${s.device}` : `${s.worker} · ${dev} ${s.device}`) : s.worker;
         traces.push({ type: "scatter", mode: modeOf(s.t.length), name, x: s.t.map(at), y: s.avg.map(scale),
           line: { color: color(i), width: 1.4 }, marker: { size: 6, color: color(i) },
           hovertemplate: `%{y:.4~f}${unit.suffix}<extra>${name}</extra>` });

@@ -4,6 +4,8 @@
 import { api, jobPath } from "./api.js";
 import { clear, h, isVisible } from "./dom.js";
 import { fullTime, natural } from "./format.js";
+import { hierarchy, members } from "./hierarchy.js";
+import { findingAxis, findingShapes } from "./insights.js";
 import { baseLayout, fromPlotTime, markerShape, toPlotTime } from "./plot.js";
 import { HEAT_CELLS, HeatMap, SystemChart } from "./system-charts.js";
 
@@ -51,17 +53,18 @@ export class SystemPanel {
     this.loaded = true;
     clear(this.el).append(h("div", { class: "card notice" }, "Loading system metrics…"));
     let catalog;
+    let registered;
     try {
-      catalog = await api(`${jobPath(this.job)}/system`);
+      [catalog, { workers: registered }] = await Promise.all([api(`${jobPath(this.job)}/system`), api(jobPath(this.job))]);
     } catch (error) {
       this.loaded = false;
       clear(this.el).append(h("div", { class: "card notice error-message" }, error.message));
       return;
     }
-    this.build(catalog);
+    this.build(catalog, registered);
   }
 
-  build(catalog) {
+  build(catalog, registered = []) {
     clear(this.el);
     if (!catalog.series.length || !catalog.range) {
       this.el.append(h("div", { class: "card empty-state" }, h("h2", {}, "No system metrics"),
@@ -91,9 +94,13 @@ export class SystemPanel {
     this.hostMetrics = order(hostMetrics, ["cpu_util", "mem_util", "cpu_cores", "mem_bytes", "net_rx_Bps", "net_tx_Bps",
       "disk_read_Bps", "disk_write_Bps"]);
 
-    this.workerSelect = h("select", { "aria-label": "Worker", onchange: () => this.setWorker(this.workerSelect.value) },
-      h("option", { value: "" }, `All workers (${this.workers.length})`),
-      this.workers.map((w) => h("option", { value: w }, w)));
+    const tree = hierarchy(registered);
+    const byNode = tree.ranks > 0;
+    const choices = byNode ? this.nodeChoices(tree) : this.workers.map((w) => h("option", { value: w }, w));
+    this.workerSelect = h("select", { "aria-label": byNode ? "Node" : "Worker",
+      onchange: () => this.setWorker(this.workerSelect.value) },
+    h("option", { value: "" }, byNode ? `All nodes (${choices.length})` : `All workers (${this.workers.length})`),
+    choices);
     this.resetBtn = h("button", { class: "btn btn-sm", type: "button", hidden: true, onclick: () => this.setRange(null) },
       "Reset zoom");
     this.rangeText = h("span", { class: "muted" });
@@ -101,7 +108,7 @@ export class SystemPanel {
       this.resetBtn.hidden = false;
       this.rangeText.textContent = `${fullTime(this.range[0])} – ${fullTime(this.range[1])}`;
     }
-    this.el.append(h("div", { class: "toolbar" }, h("label", { class: "field" }, "Worker", this.workerSelect),
+    this.el.append(h("div", { class: "toolbar" }, h("label", { class: "field" }, byNode ? "Node" : "Worker", this.workerSelect),
       this.rangeText, this.resetBtn));
 
     if (this.deviceMetrics.length) {
@@ -124,6 +131,29 @@ export class SystemPanel {
       this.items.push(chart);
       this.grid.append(chart.el);
     }
+  }
+
+  // A choice per node that has samples (its own, or its ranks' where they sample themselves: then a group with
+  // the whole node and each of them), then the workers of no node.
+  nodeChoices(tree) {
+    const sampled = new Set(this.workers);
+    const placed = new Set();
+    const choices = [];
+    for (const node of tree.nodes) {
+      const names = members(node).filter((w) => sampled.has(w));
+      if (!names.length) continue;
+      names.forEach((w) => placed.add(w));
+      const ranks = node.ranks.length ? ` · ${node.ranks.length} rank${node.ranks.length === 1 ? "" : "s"}` : "";
+      const whole = h("option", { value: names.join(",") }, `${node.name}${ranks}`);
+      choices.push(names.length === 1 ? whole : h("optgroup", { label: node.name }, whole,
+        names.map((w) => h("option", { value: w }, w))));
+    }
+    return [...choices, ...this.workers.filter((w) => !placed.has(w)).map((w) => h("option", { value: w }, w))];
+  }
+
+  // The workers the charts show: those of the chosen node or worker, none for all.
+  selected() {
+    return this.worker ? this.worker.split(",") : [];
   }
 
   setWorker(worker) {
@@ -188,8 +218,8 @@ export class SystemPanel {
     const view = timeView(start, end, step);
     const xaxis = { type: "date", hoverformat: "%Y-%m-%d %H:%M:%S", range: view.range.map(toPlotTime),
       autorange: false, tickformat: view.tickformat };
-    return baseLayout({ ...extra, xaxis: { ...xaxis, ...(extra.xaxis || {}) },
-      shapes: this.marker ? [markerShape(toPlotTime(this.marker))] : [] });
+    return baseLayout({ ...extra, ...findingAxis(), xaxis: { ...xaxis, ...(extra.xaxis || {}) },
+      shapes: [...findingShapes(), ...(this.marker ? [markerShape(toPlotTime(this.marker))] : [])] });
   }
 
   refresh() {

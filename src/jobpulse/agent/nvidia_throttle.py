@@ -1,0 +1,57 @@
+"""Why an NVIDIA GPU's clocks are held down, from NVML's current clock event reasons (called throttle reasons
+before driver 535: ``nvmlDeviceGetCurrentClocksEventReasons``, else ``nvmlDeviceGetCurrentClocksThrottleReasons``).
+
+Metrics per device (the job's index), read by the hardware detector of insights:
+
+=========================== ======== ================================================
+``gpu_throttle_thermal``    0 or 1   1 while the clocks are slowed for temperature:
+                                     software thermal slowdown or hardware thermal
+                                     slowdown
+``gpu_throttle_power``      0 or 1   1 while the clocks are held under the power
+                                     limit: software power cap or hardware power
+                                     brake
+=========================== ======== ================================================
+
+The reasons are the whole GPU's: a MIG instance reports those of its GPU. The other reasons (idle, application
+clocks, sync boost, display clock) are not throttling and are not sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from jobpulse.agent.base import Sample
+
+# The bits of nvmlClocksEventReasons (the same values as the older nvmlClocksThrottleReason* constants).
+SW_POWER_CAP = 0x4
+SW_THERMAL_SLOWDOWN = 0x20
+HW_THERMAL_SLOWDOWN = 0x40
+HW_POWER_BRAKE_SLOWDOWN = 0x80
+
+THERMAL = SW_THERMAL_SLOWDOWN | HW_THERMAL_SLOWDOWN
+POWER = SW_POWER_CAP | HW_POWER_BRAKE_SLOWDOWN
+
+# The current name of the call first; a pynvml or a driver without it has the older one.
+CALLS = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+
+# (label, NVML function name, *args) -> the call's answer, or None when it failed or is not supported (and is
+# then not tried again): ``NvidiaCollector._call``.
+Call = Callable[..., Any]
+
+
+def throttle_samples(call: Call, unsupported: set[tuple[str, str]], label: str, gpu_handle: Any) -> list[Sample]:
+    """``gpu_throttle_thermal`` and ``gpu_throttle_power`` of the device ``label`` (its GPU's ``gpu_handle``),
+    or nothing where NVML has no clock event reasons for it."""
+    key = label + "/gpu"
+    for name in CALLS:
+        reasons = call(key, name, gpu_handle)
+        if reasons is not None:
+            mask = int(reasons)
+            return [
+                Sample("gpu_throttle_thermal", label, 1.0 if mask & THERMAL else 0.0),
+                Sample("gpu_throttle_power", label, 1.0 if mask & POWER else 0.0),
+            ]
+        if (key, name) not in unsupported:
+            return []  # a failure of this sample (not "unsupported"): the older call would fail the same way
+    return []
