@@ -67,8 +67,8 @@ class Run:
     """One process (worker) of a job. Use ``jobpulse.init`` to make one.
 
     ``log({"train/loss": 0.1, "lr": 3e-4}, step=100)`` reports scalars at iteration
-    ``step``. A key ``"a/b"`` is metric ``a``, variant ``b`` (split at the last ``/``);
-    a key without ``/`` is both metric and variant. Without ``step``, the iteration is
+    ``step``. A key is stored as written, as both metric and variant (``"train/loss"``:
+    one chart ``train/loss``, in the UI's section ``train``; docs/names.md). Without ``step``, the iteration is
     the previous call's plus one (0 for the first call). Values are numbers (Python,
     numpy, 0-d tensors); NaN and infinities are kept as such.
     """
