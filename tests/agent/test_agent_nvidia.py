@@ -2,7 +2,8 @@ import pynvml
 import pytest
 from agent_fakes import MIB, h100_driver580, h100_mig, h100x8
 
-from jobpulse.agent.nvidia import GpuDevice, MigDevice, NvidiaCollector, select_devices
+from jobpulse.agent.nvidia import NvidiaCollector
+from jobpulse.agent.nvidia_devices import GpuDevice, MigDevice, select_devices
 
 
 def _by_device(samples):

@@ -13,7 +13,8 @@ import pytest
 import sdk_support as s
 
 from jobpulse.sdk.arrow import CONTENT_TYPE, load
-from jobpulse.sdk.wire import Batch, split_request
+from jobpulse.sdk.split import split_request
+from jobpulse.sdk.wire import Batch
 
 TS_NS = 1_700_000_000_000_000_000
 

@@ -12,7 +12,7 @@ from jobpulse.client import Client
 from jobpulse.credentials import Credentials
 from jobpulse.sdk import checks
 from jobpulse.sdk.run import Run
-from jobpulse.store import jobs as store_jobs
+from jobpulse.store import identity as store_ids
 from jobpulse.testing import free_port
 
 
@@ -153,6 +153,6 @@ def test_never_raise_is_read_from_the_environment(server, tmp_path, monkeypatch)
 
 
 def test_the_sdks_id_rules_are_the_servers():
-    assert checks.PROJECT_ID.pattern == store_jobs.PROJECT_ID.pattern
-    assert checks.JOB_ID.pattern == store_jobs.JOB_ID.pattern
-    assert checks.WORKER_ID.pattern == store_jobs.WORKER_ID.pattern
+    assert checks.PROJECT_ID.pattern == store_ids.PROJECT_ID.pattern
+    assert checks.JOB_ID.pattern == store_ids.JOB_ID.pattern
+    assert checks.WORKER_ID.pattern == store_ids.WORKER_ID.pattern

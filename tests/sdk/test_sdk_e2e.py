@@ -135,6 +135,13 @@ for step in range(300):
     run.log({"y": step * 2.0}, step=step)
     print("killed-run line", step)
 run.flush(timeout=0.3)
+from jobpulse.sdk import spool as sp
+folder = sp.Spool(os.environ["JOBPULSE_SPOOL_DIR"], "e2e-killed", "worker-0", 1).dir
+deadline = time.monotonic() + 30  # the server is down: wait until the spool holds everything, however loaded
+def spooled():
+    return sum((sp.read_header(p) or {}).get("events", 0) for p in sp.spool_files(folder))
+while time.monotonic() < deadline and spooled() < 600:
+    time.sleep(0.05)
 os.write(1, b"READY\\n")  # past the console capture: not a log line
 time.sleep(60)
 """

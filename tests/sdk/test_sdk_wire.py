@@ -8,7 +8,9 @@ import orjson
 import pytest
 import zstandard
 
-from jobpulse.sdk.wire import ITER_MAX, Batch, Request, check_iter, key_series, plot_json, split_request, wire_number
+from jobpulse.sdk.split import split_request
+from jobpulse.sdk.values import ITER_MAX, check_iter, plot_json
+from jobpulse.sdk.wire import Batch, Request, key_series, wire_number
 
 
 class Recorder:

@@ -1,13 +1,10 @@
 """NVIDIA GPUs through NVML (the ``pynvml`` module of the ``nvidia-ml-py`` package).
 
 Only the devices the job uses are sampled, and ``device`` is the index the job sees (its
-rank-local CUDA index), not the physical one. ``NVIDIA_VISIBLE_DEVICES`` (set by the container
-runtime: host indices, ``GPU-``/``MIG-`` UUIDs, ``gpu:mig`` pairs, ``all``, ``none``) narrows
-NVML's devices when the agent sees more GPUs than the container was given; then
-``CUDA_VISIBLE_DEVICES`` (indices into those, ``GPU-``/``MIG-`` UUIDs or unique prefixes of
-them, the legacy ``MIG-GPU-<uuid>/<gi>/<ci>``) picks and orders the job's devices, stopping at
-the first entry that matches nothing, as CUDA does. Indices follow NVML's PCI bus order, which
-is CUDA's order under ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (and on nodes of identical GPUs).
+rank-local CUDA index), not the physical one: which devices those are, from
+``NVIDIA_VISIBLE_DEVICES`` and ``CUDA_VISIBLE_DEVICES``, MIG instances included, is decided
+in ``jobpulse.agent.nvidia_devices``. GPM metrics come from ``jobpulse.agent.nvidia_gpm``,
+throttle reasons from ``jobpulse.agent.nvidia_throttle``.
 
 Metrics per device (``device`` = the job's index):
 
@@ -42,188 +39,17 @@ import contextlib
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from jobpulse.agent.base import Sample
+from jobpulse.agent.nvidia_devices import Target, discover_gpus, nvml_uuid, select_devices
+from jobpulse.agent.nvidia_gpm import Gpm, gpm_readers
 from jobpulse.agent.nvidia_throttle import throttle_samples
 
 log = logging.getLogger("jobpulse.agent")
 
 XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
 ALL_INSTANCES = 0xFFFFFFFF
-
-
-@dataclass
-class MigDevice:
-    index: int  # MIG device index within its GPU
-    uuid: str
-    gpu_instance: int
-    compute_instance: int
-    handle: Any = None
-
-
-@dataclass
-class GpuDevice:
-    index: int  # NVML index
-    uuid: str
-    handle: Any = None
-    migs: list[MigDevice] = field(default_factory=list)
-
-
-@dataclass
-class Target:
-    """One device of the job: a whole GPU, or a MIG instance (``mig`` set) of ``gpu``."""
-
-    label: str
-    gpu: GpuDevice
-    mig: MigDevice | None = None
-
-    @property
-    def uuid(self) -> str:
-        return self.mig.uuid if self.mig else self.gpu.uuid
-
-    @property
-    def handle(self) -> Any:
-        return self.mig.handle if self.mig else self.gpu.handle
-
-
-Entry = tuple[GpuDevice, MigDevice | None]
-
-
-def _split(spec: str) -> list[str]:
-    return [t.strip() for t in spec.split(",") if t.strip()]
-
-
-def _match_uuid(token: str, candidates: list[tuple[str, Entry]]) -> Entry | None:
-    exact = [e for u, e in candidates if u == token]
-    if exact:
-        return exact[0]
-    prefixed = [e for u, e in candidates if u.startswith(token)]
-    return prefixed[0] if len(prefixed) == 1 else None
-
-
-def _mig_entries(base: list[Entry]) -> list[Entry]:
-    out: list[Entry] = []
-    for gpu, mig in base:
-        if mig is not None:
-            out.append((gpu, mig))
-        else:
-            out.extend((gpu, m) for m in gpu.migs)
-    return out
-
-
-def _resolve_token(token: str, base: list[Entry]) -> Entry | None:
-    if token.lstrip("-").isdigit():
-        i = int(token)
-        return base[i] if 0 <= i < len(base) else None
-    if token.startswith("MIG-GPU-"):
-        # legacy form MIG-GPU-<gpu uuid>/<gpu instance>/<compute instance>
-        parts = token[len("MIG-") :].split("/")
-        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
-            return None
-        for gpu, mig in _mig_entries(base):
-            if (
-                mig is not None
-                and gpu.uuid == parts[0]
-                and mig.gpu_instance == int(parts[1])
-                and mig.compute_instance == int(parts[2])
-            ):
-                return gpu, mig
-        return None
-    if token.startswith("MIG-"):
-        return _match_uuid(token, [(m.uuid, (g, m)) for g, m in _mig_entries(base) if m is not None])
-    if token.startswith("GPU-"):
-        return _match_uuid(token, [(g.uuid, (g, None)) for g, m in base if m is None])
-    return None
-
-
-def select_devices(
-    gpus: list[GpuDevice], cuda_visible: str | None = None, nvidia_visible: str | None = None
-) -> list[Target]:
-    """The job's devices among NVML's ``gpus``, labelled by the index the job sees."""
-    base: list[Entry] = [(g, None) for g in gpus]
-    if nvidia_visible is not None:
-        spec = nvidia_visible.strip().lower()
-        if spec in ("none", "void", ""):
-            base = []
-        elif spec != "all":
-            tokens = _split(nvidia_visible)
-            if not (all(t.isdigit() for t in tokens) and len(tokens) == len(gpus)):
-                picked: list[Entry] = []
-                for token in tokens:
-                    if ":" in token and all(p.isdigit() for p in token.split(":", 1)):
-                        gi, mi = (int(p) for p in token.split(":", 1))
-                        gpu = next((g for g in gpus if g.index == gi), None)
-                        mig = next((m for m in gpu.migs if m.index == mi), None) if gpu else None
-                        entry: Entry | None = (gpu, mig) if gpu and mig else None
-                    elif token.isdigit():
-                        gpu = next((g for g in gpus if g.index == int(token)), None)
-                        entry = (gpu, None) if gpu else None
-                    else:
-                        entry = _resolve_token(token, base)
-                    if entry is not None and entry not in picked:
-                        picked.append(entry)
-                # Nothing recognizable: the runtime already restricted what NVML shows.
-                base = picked or base
-    chosen: list[Entry] = base
-    if cuda_visible is not None:
-        chosen = []
-        for token in cuda_visible.split(","):
-            token = token.strip()
-            entry = _resolve_token(token, base) if token else None
-            if entry is None:
-                break  # CUDA ignores this entry and every one after it
-            if entry not in chosen:
-                chosen.append(entry)
-    if cuda_visible is None and nvidia_visible is None:
-        return [Target(label=str(g.index), gpu=g) for g, _ in chosen]
-    return [Target(label=str(i), gpu=g, mig=m) for i, (g, m) in enumerate(chosen)]
-
-
-class _Gpm:
-    """GPM (GPU performance monitoring) metrics between consecutive samples of one GPU or MIG instance."""
-
-    def __init__(self, nvml: Any, gpu_handle: Any, gpu_instance: int | None) -> None:
-        self.nvml = nvml
-        self.gpu_handle = gpu_handle
-        self.gpu_instance = gpu_instance
-        self.samples = [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()]
-        self.request = nvml.c_nvmlGpmMetricsGet_t()
-        self.request.version = getattr(nvml, "NVML_GPM_METRICS_GET_VERSION", 1)
-        self.request.numMetrics = 2
-        self.request.metrics[0].metricId = getattr(nvml, "NVML_GPM_METRIC_GRAPHICS_UTIL", 1)
-        self.request.metrics[1].metricId = getattr(nvml, "NVML_GPM_METRIC_SM_UTIL", 2)
-        self.have_prev = False
-
-    def read(self) -> tuple[float | None, float | None]:
-        """(graphics activity %, SM utilization %) since the previous call; Nones on the first."""
-        cur = self.samples[1] if self.have_prev else self.samples[0]
-        if self.gpu_instance is None:
-            self.nvml.nvmlGpmSampleGet(self.gpu_handle, cur)
-        else:
-            self.nvml.nvmlGpmMigSampleGet(self.gpu_handle, self.gpu_instance, cur)
-        if not self.have_prev:
-            self.have_prev = True
-            return None, None
-        self.request.sample1 = self.samples[0]
-        self.request.sample2 = cur
-        self.nvml.nvmlGpmMetricsGet(self.request)
-        self.samples.reverse()  # the newest sample becomes the previous one
-        values: list[float | None] = []
-        for i in range(2):
-            m = self.request.metrics[i]
-            values.append(float(m.value) if m.nvmlReturn == 0 else None)
-        return values[0], values[1]
-
-    def close(self) -> None:
-        for s in self.samples:
-            with contextlib.suppress(self.nvml.NVMLError):
-                self.nvml.nvmlGpmSampleFree(s)
-
-
-def _uuid(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class NvidiaCollector:
@@ -247,12 +73,10 @@ class NvidiaCollector:
         self._not_supported = getattr(nvml, "NVML_ERROR_NOT_SUPPORTED", 3)
         self._no_function = getattr(nvml, "NVML_ERROR_FUNCTION_NOT_FOUND", 13)
         nvml.nvmlInit()
-        self.devices = self._enumerate()
+        self.devices = discover_gpus(nvml)
         cuda = gpus if gpus is not None else env.get("CUDA_VISIBLE_DEVICES")
         self.targets = select_devices(self.devices, cuda, env.get("NVIDIA_VISIBLE_DEVICES"))
-        self._gpm: dict[str, _Gpm] = {}
-        if use_gpm:
-            self._setup_gpm()
+        self._gpm: dict[str, Gpm] = gpm_readers(nvml, self.targets) if use_gpm else {}
         self._events: Any = None
         self._xid_count: dict[str, int] = {}
         if watch_xid:
@@ -277,61 +101,6 @@ class NvidiaCollector:
         return collector
 
     # -- discovery ---------------------------------------------------------------------------
-
-    def _enumerate(self) -> list[GpuDevice]:
-        nvml = self.nvml
-        out: list[GpuDevice] = []
-        for i in range(nvml.nvmlDeviceGetCount()):
-            try:
-                h = nvml.nvmlDeviceGetHandleByIndex(i)
-                gpu = GpuDevice(index=i, uuid=_uuid(nvml.nvmlDeviceGetUUID(h)), handle=h)
-            except nvml.NVMLError as exc:
-                log.warning("GPU %d cannot be opened: %s", i, exc)
-                continue
-            try:
-                mig_enabled = nvml.nvmlDeviceGetMigMode(h)[0] == getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1)
-            except (nvml.NVMLError, AttributeError):
-                mig_enabled = False
-            if mig_enabled:
-                try:
-                    slots = nvml.nvmlDeviceGetMaxMigDeviceCount(h)
-                except (nvml.NVMLError, AttributeError):
-                    slots = 0
-                for j in range(slots):
-                    try:
-                        mh = nvml.nvmlDeviceGetMigDeviceHandleByIndex(h, j)
-                    except (nvml.NVMLError, AttributeError):
-                        continue  # an empty slot
-                    try:
-                        gpu.migs.append(
-                            MigDevice(
-                                index=j,
-                                uuid=_uuid(nvml.nvmlDeviceGetUUID(mh)),
-                                gpu_instance=nvml.nvmlDeviceGetGpuInstanceId(mh),
-                                compute_instance=nvml.nvmlDeviceGetComputeInstanceId(mh),
-                                handle=mh,
-                            )
-                        )
-                    except (nvml.NVMLError, AttributeError) as exc:
-                        log.warning("MIG device %d of GPU %d cannot be opened: %s", j, i, exc)
-            out.append(gpu)
-        return out
-
-    def _setup_gpm(self) -> None:
-        nvml = self.nvml
-        supported: dict[int, bool] = {}
-        for t in self.targets:
-            if t.gpu.index not in supported:
-                try:
-                    supported[t.gpu.index] = bool(nvml.nvmlGpmQueryDeviceSupport(t.gpu.handle).isSupportedDevice)
-                except (nvml.NVMLError, AttributeError):
-                    supported[t.gpu.index] = False
-            if supported[t.gpu.index]:
-                try:
-                    gi = t.mig.gpu_instance if t.mig else None
-                    self._gpm[t.label] = _Gpm(nvml, t.gpu.handle, gi)
-                except (nvml.NVMLError, AttributeError) as exc:
-                    log.debug("GPM unavailable on device %s: %s", t.label, exc)
 
     def _setup_events(self) -> None:
         nvml = self.nvml
@@ -434,7 +203,7 @@ class NvidiaCollector:
             if not data.eventType & XID_EVENT:
                 continue
             try:
-                uuid = _uuid(nvml.nvmlDeviceGetUUID(data.device))
+                uuid = nvml_uuid(nvml.nvmlDeviceGetUUID(data.device))
             except (nvml.NVMLError, AttributeError):
                 continue
             instance = getattr(data, "gpuInstanceId", ALL_INSTANCES)

@@ -16,7 +16,8 @@ from typing import Any
 import orjson
 
 from jobpulse.sdk.transport import OK, RETRY, Transport
-from jobpulse.sdk.wire import ITER_MAX, ITER_MIN, LEVELS, Request
+from jobpulse.sdk.values import ITER_MAX, ITER_MIN
+from jobpulse.sdk.wire import LEVELS, Request
 
 PROJECT_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")

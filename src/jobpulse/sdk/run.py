@@ -43,10 +43,9 @@ from jobpulse.sdk.seq import SeqClock
 from jobpulse.sdk.spool import default_root
 from jobpulse.sdk.sync import leftover_message
 from jobpulse.sdk.transport import quote
+from jobpulse.sdk.values import ITER_MAX, ITER_MIN, plot_json
 from jobpulse.sdk.wire import (
     IMAGE,
-    ITER_MAX,
-    ITER_MIN,
     LINE,
     LOG_DICT,
     MARK,
@@ -55,7 +54,6 @@ from jobpulse.sdk.wire import (
     SCALAR,
     VECTOR,
     Request,
-    plot_json,
 )
 
 STATUSES = ("completed", "failed", "stopped")

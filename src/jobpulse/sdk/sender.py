@@ -6,20 +6,10 @@ records or a flush is asked for, the thread drains the queue into batches, encod
 and sends them. Prepared requests (job and worker registration and
 status) are sent in queue order between batches.
 
-Batch size adapts to the queue: a batch is sent once it holds ``batch_points`` points
-(or ``batch_bytes``) and nothing more waits in the queue; while records wait (the caller
-reports faster than the server stores) a fresh batch grows up to ``max_batch_points``
-(or ``max_batch_bytes``): fewer, larger requests, each stored by the server with one
-insert. Fresh (see ``jobpulse.sdk.wire``): no scalar at or below the highest iteration
-of its series already stored or sent. The server replaces stored points at a cost that
-grows faster than their number in one request, so a batch that may replace any stays at
-``batch_points``. What is stored is known when the job registration answers that this
-run created the job (nothing), else asked once from ``/jp/v1/scalars/latest`` when a
-batch could grow; until then batches stay at their normal size.
-
-While the queue holds ``batch_records`` records or more, the thread drains it again at
-once instead of sleeping. A server that answers 413 (too large) gets the request again
-in two halves (halved again if need be), and later batches stay below what it refused.
+Batch size adapts to the queue: a batch is sent once it holds ``batch_points`` points and
+nothing more waits in the queue; while records wait, a fresh batch grows up to
+``max_batch_points`` (see ``jobpulse.sdk.batchsize``). While the queue holds
+``batch_records`` records or more, the thread drains it again at once instead of sleeping.
 
 Pipelining: a batch's request is written, and its answer read only when the next
 request is ready to go (or the queue is drained), so the next batch is encoded while
@@ -28,13 +18,11 @@ only after the answer to the one before it: requests reach the server in queue o
 and a request whose answer says "keep" is in the spool before anything that follows it.
 
 Delivery: one attempt per request (its timeout is ``request_timeout`` per ``batch_points``
-events, so a large batch gets longer). When it fails (no connection, timeout, 408/429/5xx)
-the request is written to the spool and the server is taken as down for a backoff
-(exponential, ``backoff_base`` doubling up to ``backoff_cap``, with jitter: a random
-50-100 % of it). While the server is down or the spool still holds requests of this
-worker, new requests go to the spool too, so the order is kept; after the backoff the
-spool is replayed oldest first. 401/403/404 keep the data in the spool too (a key or
-scope problem); other 4xx answers drop the request, reported once.
+events, so a large batch gets longer). When it fails, or the server refuses the data, the
+request is written to the spool and the server is taken as down for a backoff; what each
+answer leads to (413 halving, dropping, backoff) is in ``jobpulse.sdk.answers``. While the
+server is down or the spool still holds requests of this worker, new requests go to the
+spool too, so the order is kept; after the backoff the spool is replayed oldest first.
 
 A request's body is encoded once: a replay sends the same bytes, so every event keeps
 its ``ts`` and ``seq`` and the server's idempotent keys make a resend harmless.
@@ -45,27 +33,26 @@ After the caller's own backlog, spool directories that dead processes left behin
 
 from __future__ import annotations
 
-import contextlib
-import random
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
 import zstandard
 
 from jobpulse.sdk import spool as sp
+from jobpulse.sdk.answers import AnswerHandling
 from jobpulse.sdk.arrow import ArrowScalars
 from jobpulse.sdk.arrow import load as load_arrow
+from jobpulse.sdk.batchsize import BatchSizing
 from jobpulse.sdk.media import encode_image, image_upload
 from jobpulse.sdk.problems import Problems
 from jobpulse.sdk.replay import replay_backlog, replay_orphans
-from jobpulse.sdk.transport import DROP, KEEP, OK, RETRY, Answer, Pending, Transport, quote, refused_events
+from jobpulse.sdk.transport import Pending, Transport, quote
+from jobpulse.sdk.values import check_iter
 from jobpulse.sdk.wire import (
     IMAGE,
-    ITER_MIN,
     LINE,
     LOG_DICT,
     MARK,
@@ -75,8 +62,6 @@ from jobpulse.sdk.wire import (
     VECTOR,
     Batch,
     Request,
-    check_iter,
-    split_request,
 )
 
 
@@ -114,7 +99,9 @@ class Delivery:
     last_error: str
 
 
-class Sender:
+class Sender(BatchSizing, AnswerHandling):
+    """The background sender thread, and the caller's handle on it (see the module docstring)."""
+
     def __init__(self, cfg: SenderConfig, queue: deque, problems: Problems) -> None:
         self.cfg = cfg
         self.q = queue
@@ -259,10 +246,6 @@ class Sender:
 
     # -- draining -------------------------------------------------------------------------
 
-    def _new_batch(self) -> Batch:
-        frontier = self._iters if self._stored_known else None
-        return Batch(self.cfg.project, self.cfg.job, self.cfg.worker, self.problems, frontier)
-
     def _drain(self, limit: int, compress) -> None:
         batch = self._new_batch()
         q = self.q
@@ -303,47 +286,12 @@ class Sender:
                 batch = self._new_batch()
         self._ship(batch, compress)
 
-    def _full(self, batch: Batch) -> bool:
-        """Full at ``batch_points``; while more records wait, at ``max_batch_points`` (see the docstring)."""
-        cfg = self.cfg
-        if batch.points >= self._max_points:
-            return True
-        if batch.points < cfg.batch_points and batch.size < cfg.batch_bytes:
-            return False
-        if not batch.fresh:
-            return True
-        return not self.q or batch.points >= cfg.max_batch_points or batch.size >= cfg.max_batch_bytes
-
     def _ship(self, batch: Batch, compress) -> None:
         if batch:
             requests = batch.requests(compress, self._arrow)
             batch.advance(self._iters)
             for request in requests:
                 self._deliver(request, wait=False)
-
-    def _look_up_stored(self) -> None:
-        """Learn the highest stored iteration of each series of the job: what a fresh batch must exceed."""
-        self._settle()
-        if self.spool_only or self.backlog or time.monotonic() < self._down_until:
-            return
-        self._next_lookup = time.monotonic() + 30.0
-        request = Request("GET", f"/jp/v1/scalars/latest?jobs={quote(self.cfg.job)}", kind="read")
-        answer = self.transport.send(request, self._timeout(request))
-        found: dict[tuple[str, str], int] = {}
-        if answer.status == 200:
-            try:
-                for row in orjson.loads(answer.body)["jobs"][self.cfg.job]:
-                    found[(row["metric"], row["variant"])] = int(row["iter"])
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                return
-        elif answer.status != 404:  # 404: no such job yet, nothing stored
-            if answer.outcome != RETRY:
-                self._next_lookup = float("inf")  # the key may not read: batches keep their normal size
-            return
-        for key, it in found.items():
-            if it > self._iters.get(key, ITER_MIN - 1):
-                self._iters[key] = it
-        self._stored_known = True
 
     def _image(self, batch: Batch, rec: tuple) -> None:
         _, ts_ns, metric, variant, it, key, source = rec
@@ -412,82 +360,3 @@ class Sender:
         except OSError as exc:
             self.dropped_events += request.events
             self.problems("spool-error", f"could not write the spool {self.spool.dir} ({exc}); data lost")
-
-    def send(self, request: Request) -> bool | str | None:
-        """True/URL when done with (sent, or dropped as bad), None when it must be kept."""
-        return self._answered(request, self.transport.send(request, self._timeout(request)))
-
-    def _answered(self, request: Request, answer: Answer) -> bool | str | None:
-        if answer.outcome == OK:
-            self._failures = 0
-            self.sent_events += request.events
-            return self._accepted(request, answer.body)
-        self.last_error = answer.detail
-        if answer.outcome == DROP:
-            if answer.status == 413:
-                halves = split_request(request)
-                if halves is not None:
-                    return self._send_halves(request, halves)
-            self.dropped_events += request.events
-            self.problems(
-                f"rejected-{answer.status}",
-                f"the server rejected a {request.kind} request ({answer.detail}); {request.events} event(s) dropped",
-            )
-            return True
-        self._failures += 1
-        cap = self.cfg.backoff_cap
-        delay = min(cap, self.cfg.backoff_base * 2 ** min(self._failures - 1, 30))
-        self._down_until = time.monotonic() + delay * random.uniform(0.5, 1.0)
-        if answer.outcome == KEEP:
-            self.problems(
-                "refused",
-                f"the server at {self.url} refused the data ({answer.detail}); keeping it in {self.spool.dir}",
-            )
-        else:
-            self.problems(
-                "unreachable",
-                f"cannot reach {self.url} ({answer.detail}); spooling to {self.spool.dir} and retrying",
-            )
-        return None
-
-    def _send_halves(self, request: Request, halves: list[Request]) -> bool | None:
-        """Send a request the server found too large as two (each halved again if need be).
-
-        When a half must be kept, the whole request is kept: sent again later, the half that
-        went through is stored again under the same keys, which the server makes harmless.
-        """
-        self._max_points = max(1, min(self._max_points, request.events // 2))
-        self.problems(
-            "split",
-            f"the server at {self.url} found a request of {request.events} events too large; "
-            "sending it in parts, and smaller batches from now on",
-        )
-        sent = self.sent_events
-        for half in halves:
-            if self.send(half) is None:
-                self.sent_events = sent
-                return None
-        return True
-
-    def _accepted(self, request: Request, body: bytes) -> bool | str:
-        if request.kind == "job" and request.method == "POST" and body:
-            with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
-                if orjson.loads(body).get("created") is True:
-                    self._stored_known = True  # a job this run created has nothing stored yet
-        if request.kind not in ("ingest", "file") or not body:
-            return True
-        try:
-            answer = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return True
-        if not isinstance(answer, dict):
-            return True
-        if request.kind == "file":
-            return answer.get("url") or True
-        rejected, reasons = refused_events(answer)
-        if rejected:
-            self.dropped_events += rejected
-            self.sent_events -= rejected
-            for reason, count, detail in reasons:
-                self.problems(f"rejected-{reason}", f"the server rejected {count} event(s): {reason} {detail}".strip())
-        return True

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 import orjson
 
 from jobpulse.sdk import spool as sp
+from jobpulse.sdk.split import split_request
 from jobpulse.sdk.transport import DROP, OK, Answer, Transport, refused_events
-from jobpulse.sdk.wire import Request, split_request
+from jobpulse.sdk.wire import Request
 
 if TYPE_CHECKING:
     from jobpulse.sdk.sender import Delivery

@@ -5,7 +5,9 @@ here, in the sender thread: numbers are converted and checked, ``run.log`` keys 
 their series (metric and variant: the key as written), scalars and log lines are grouped into the columnar
 form of docs/ingest.md (one series per metric/variant, one per log level), and the
 body is encoded with orjson and compressed with zstd; where pyarrow can be imported,
-scalars go as an Arrow stream instead (``jobpulse.sdk.arrow``).
+scalars go as an Arrow stream instead (``jobpulse.sdk.arrow``). Iterations are checked
+by ``jobpulse.sdk.values``; a request the server finds too large is split by
+``jobpulse.sdk.split``.
 
 Queued records (the first item is the tag):
 
@@ -32,9 +34,8 @@ fresh batches larger than its normal size.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from operator import itemgetter
 from urllib.parse import urlencode
 
@@ -42,17 +43,14 @@ import orjson
 
 from jobpulse.sdk.arrow import CONTENT_TYPE as ARROW_TYPE
 from jobpulse.sdk.arrow import ArrowScalars
-from jobpulse.sdk.arrow import load as load_arrow
+from jobpulse.sdk.values import ITER_MAX, ITER_MIN, JSON_OPTS, check_iter
 
 LOG_DICT, SCALAR, VECTOR, PLOT, IMAGE, LINE, REQUEST, MARK = range(8)
 
-ITER_MIN = -(2**31)
-ITER_MAX = 2**53
 MAX_MSG_CHARS = 32_768
 MAX_NAME_CHARS = 255
 LEVELS = ("debug", "info", "warning", "error", "critical")
 
-_JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 _FLOAT = {float}
 _NONE = ITER_MIN - 1  # below every iteration: the frontier of a series with nothing stored
 
@@ -95,13 +93,6 @@ def key_series(key: str) -> tuple[str, str]:
     UI (docs/names.md).
     """
     return key, key
-
-
-def check_iter(value: object) -> int:
-    it = int(value)  # type: ignore[call-overload]
-    if not ITER_MIN <= it <= ITER_MAX:
-        raise ValueError(f"iteration {it} is outside [-2^31, 2^53]")
-    return it
 
 
 Problem = Callable[[str, str], None]  # (kind of problem, message) -> None
@@ -309,13 +300,13 @@ class Batch:
             series.append({"kind": "log", "level": level, "seq": seqs, "ts": tss, "msg": msgs})
         if series:
             count = sum(len(s["ts"]) for s in series)
-            body = orjson.dumps({**head, "series": series}, option=_JSON_OPTS)
+            body = orjson.dumps({**head, "series": series}, option=JSON_OPTS)
             out.append(self._request(body, "application/json", count, compress))
         if self.others:
             lines = []
             for event in self.others:
                 event.update(head)
-                lines.append(orjson.dumps(event, option=_JSON_OPTS))
+                lines.append(orjson.dumps(event, option=JSON_OPTS))
             body = b"\n".join(lines) + b"\n"
             out.append(self._request(body, "application/x-ndjson", len(self.others), compress))
         return out
@@ -344,110 +335,3 @@ class Batch:
             body = compress(body)
             encoding = "zstd"
         return Request("POST", "/jp/v1/ingest", body, ctype, encoding, count, "ingest")
-
-
-def split_request(request: Request) -> list[Request] | None:
-    """An ingest request as two, each with about half of its events; None when it cannot be split.
-
-    For a server that refuses a request as too large (413). The events keep their fields
-    (``ts``, ``seq``, ...), so sending both halves stores exactly what the whole would have.
-    """
-    if request.kind != "ingest" or request.events < 2 or request.encoding not in ("", "zstd"):
-        return None
-    if request.content_type == ARROW_TYPE:
-        encoder = load_arrow()
-        halves = encoder.split(request.body) if encoder is not None and not request.encoding else None
-        if halves is None:
-            return None
-        return [replace(request, body=data, events=count, meta=dict(request.meta)) for data, count in halves]
-    body = request.body
-    try:
-        if request.encoding == "zstd":
-            import zstandard
-
-            body = zstandard.ZstdDecompressor().decompressobj().decompress(body)
-        if request.content_type == "application/json":
-            parts = _split_columnar(orjson.loads(body))
-        else:
-            parts = _split_lines(body)
-    except (ValueError, TypeError, KeyError, orjson.JSONDecodeError, ImportError, RuntimeError):
-        return None
-    if parts is None:
-        return None
-    out = []
-    for data, count in parts:
-        encoding = ""
-        if request.encoding == "zstd":
-            import zstandard
-
-            data, encoding = zstandard.ZstdCompressor(level=3).compress(data), "zstd"
-        out.append(replace(request, body=data, encoding=encoding, events=count, meta=dict(request.meta)))
-    return out
-
-
-def _series_length(series: dict) -> int:
-    return max((len(v) for v in series.values() if isinstance(v, list)), default=0)
-
-
-def _split_columnar(doc: dict) -> list[tuple[bytes, int]] | None:
-    series = doc["series"]
-    total = sum(_series_length(one) for one in series)
-    if total < 2:
-        return None
-    half = total // 2
-    first: list[dict] = []
-    second: list[dict] = []
-    seen = 0
-    for one in series:
-        n = _series_length(one)
-        if seen + n <= half:
-            first.append(one)
-        elif seen >= half:
-            second.append(one)
-        else:  # this series holds the middle: cut its arrays
-            cut = half - seen
-            first.append({k: v[:cut] if isinstance(v, list) else v for k, v in one.items()})
-            second.append({k: v[cut:] if isinstance(v, list) else v for k, v in one.items()})
-        seen += n
-    return [
-        (orjson.dumps({**doc, "series": part}, option=_JSON_OPTS), count)
-        for part, count in ((first, half), (second, total - half))
-    ]
-
-
-def _split_lines(body: bytes) -> list[tuple[bytes, int]] | None:
-    lines = [line for line in body.split(b"\n") if line.strip()]
-    if len(lines) < 2:
-        return None
-    half = len(lines) // 2
-    return [(b"\n".join(part) + b"\n", len(part)) for part in (lines[:half], lines[half:])]
-
-
-def plot_json(plot: object) -> bytes:
-    """A Plotly figure (anything with ``to_json``/``to_plotly_json``), dict or JSON string, as JSON bytes."""
-    if isinstance(plot, str | bytes):
-        raw = plot.encode() if isinstance(plot, str) else plot
-        if not isinstance(orjson.loads(raw), dict):
-            raise TypeError("a plot in JSON must be an object")
-        return raw
-    to_json = getattr(plot, "to_json", None)
-    if callable(to_json):
-        text = to_json()
-        return text.encode() if isinstance(text, str) else text
-    to_plotly = getattr(plot, "to_plotly_json", None)
-    if callable(to_plotly):
-        plot = to_plotly()
-    if not isinstance(plot, dict):
-        raise TypeError(f"a plot must be a Plotly figure, a dict or a JSON string, not {type(plot).__name__}")
-    return orjson.dumps(plot, option=_JSON_OPTS, default=_default)
-
-
-def _default(obj: object) -> object:
-    tolist = getattr(obj, "tolist", None)
-    if callable(tolist):
-        return tolist()
-    if isinstance(obj, set | frozenset | tuple):
-        return list(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return str(obj)
