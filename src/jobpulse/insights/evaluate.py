@@ -91,9 +91,23 @@ class Evaluator:
             assert now_ms is not None
             return self._window([row], now_ms)
         end = int(row["ended"]) if now_ms is None else min(int(row["ended"]), now_ms)
-        start = int(row["started"] or end)
+        start = self._began(row, end)
         first = max(start - start % MINUTE_MS, end - end % MINUTE_MS - FINAL_MAX_MIN * MINUTE_MS)
-        return self._evaluate([row], first, end, final=True)
+        return self._evaluate([{**row, "started": start}], first, end, final=True)
+
+    def _began(self, row: dict[str, Any], end: int) -> int:
+        """When a finished job began: its start, or its first system sample, scalar point or log line where one is
+        earlier. A run recorded while its server could not be reached and sent later (``jobpulse sync``) may have
+        been registered only when it was sent, after every sample of it; its warm-up counts from its data too."""
+        job = row["job"]
+        found = [int(row["started"])] if row["started"] else []
+        extent = self._store.system.extent(job)
+        if extent is not None:
+            found.append(extent[0])
+        progress = self._store.insight_data.first_progress([job]).get(job)
+        if progress is not None:
+            found.append(progress)
+        return min(found, default=end)
 
     def _window(self, rows: list[dict[str, Any]], now_ms: int) -> Outcome:
         thresholds = self._thresholds(rows)

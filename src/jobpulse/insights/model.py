@@ -33,8 +33,11 @@ class Detection:
 
 def span(data: JobData, episode: Episode, lead: int = 0) -> tuple[int, int | None]:
     """(started, ended) of ``episode`` in ms; ``lead`` minutes before its first are part of it (the window a
-    rolling statistic looked back over)."""
+    rolling statistic looked back over). A condition of the minute the job started in begins when the job did, not
+    at the minute's start: a job started 40 s into a minute was not idle in the 40 s before it ran."""
     started = int(data.times[max(0, episode.first - lead)])
+    if started < data.started < started + MINUTE_MS:
+        started = data.started
     if episode.active:
         return started, None
     ended = int(data.times[episode.last]) + MINUTE_MS
