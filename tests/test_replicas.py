@@ -179,10 +179,6 @@ def test_follow_on_one_replica_sees_lines_ingested_on_the_other_within_a_second(
     assert received[0][1] - acked <= 1.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="uploaded files are kept in the data directory of the replica that took them, not in the store",
-)
 def test_a_file_uploaded_on_one_replica_downloads_from_the_other(replicas):
     first, second = replicas
     job = f"files-{uuid.uuid4().hex[:8]}"

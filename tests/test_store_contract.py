@@ -293,3 +293,49 @@ def test_a_refused_insert_stores_nothing_and_the_engine_takes_the_next_statement
         any_store.engine.insert(table, not_a_number)
     any_store.engine.insert(table, good.set_column(1, "n", pa.array([2], pa.int64())))
     assert [(row["name"], row["n"]) for row in _probe_rows(any_store, table)] == [("kept", 1), ("kept", 2)]
+
+
+BLOB = bytes(range(256)) * 10_240  # 2.5 MiB holding every byte value
+
+
+def _chunk_rows(store: Store, job: str) -> int:
+    table = f"{store.database}.file_chunks"
+    counted = store.engine.query(f"SELECT count() AS n FROM {table} WHERE job = {{job:String}}", {"job": job})
+    return counted["n"][0].as_py()
+
+
+def test_a_file_is_read_back_byte_exact_in_chunks_of_a_mebibyte(any_store):
+    any_store.files.write("j1", "out/blob.bin", BLOB)
+    stored = any_store.files.get("j1", "out/blob.bin")
+    assert (stored.size, stored.chunks, stored.head) == (len(BLOB), 3, BLOB[:16])
+    pieces = list(any_store.files.chunks(stored))
+    assert [len(piece) for piece in pieces] == [1 << 20, 1 << 20, len(BLOB) - (2 << 20)]
+    assert b"".join(pieces) == BLOB
+
+
+def test_a_rewritten_file_is_replaced_and_its_old_chunks_go(any_store):
+    any_store.files.write("j1", "a.png", BLOB)
+    any_store.files.write("j1", "a.png", b"second")
+    stored = any_store.files.get("j1", "a.png")
+    assert (stored.size, b"".join(any_store.files.chunks(stored))) == (6, b"second")
+    assert [(f.name, f.size) for f in any_store.files.listing("j1")] == [("a.png", 6)]
+    assert _chunk_rows(any_store, "j1") == 1
+
+
+def test_a_deleted_file_is_gone_and_an_empty_file_is_a_file(any_store):
+    any_store.files.write("j1", "empty.txt", b"")
+    any_store.files.write("j1", "gone.txt", b"x")
+    assert any_store.files.delete("j1", "gone.txt") and not any_store.files.delete("j1", "gone.txt")
+    assert any_store.files.get("j1", "gone.txt") is None
+    empty = any_store.files.get("j1", "empty.txt")
+    assert (empty.size, list(any_store.files.chunks(empty))) == (0, [b""])
+    assert [f.name for f in any_store.files.listing("j1")] == ["empty.txt"]
+
+
+def test_deleting_a_job_deletes_its_files(any_store):
+    any_store.jobs.create(Job(job="j1", project="p"))
+    any_store.files.write("j1", "a.bin", BLOB)
+    any_store.files.write("j2", "a.bin", b"other job")
+    any_store.jobs.delete("j1")
+    assert any_store.files.listing("j1") == [] and _chunk_rows(any_store, "j1") == 0
+    assert [f.name for f in any_store.files.listing("j2")] == ["a.bin"]

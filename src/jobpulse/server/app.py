@@ -60,7 +60,7 @@ def create_app(
         signer=signer,
         access=Access(store, settings, signer),
         committer=committer,
-        files=FileStore(settings.files_dir),
+        files=FileStore(store.files, settings.files_dir),
         readiness=Readiness(store.engine, settings.readiness_timeout_ms / 1000),
         metrics=metrics,
     )

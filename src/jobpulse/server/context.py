@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +17,7 @@ from ..errors import BadRequest, NotFound
 from ..ingest import Committer
 from ..settings import Settings
 from ..store import ApiKey, Store
+from ..store.files import HEAD_BYTES, Files
 from .access import Access
 from .metrics import Metrics, Readiness
 from .signing import Signer
@@ -45,42 +48,83 @@ async def caller(request: Request) -> ApiKey:
 
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/ ]{0,254}$")
+_LEGACY_READ_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class FileBody:
+    """A file to serve: its first bytes, its size, and its bytes piece by piece (read as they are taken)."""
+
+    head: bytes
+    size: int
+    pieces: Callable[[], Iterator[bytes]]
 
 
 class FileStore:
-    """Uploaded files (debug images, artifacts) in a directory, one folder per job."""
+    """Uploaded files (debug images, artifacts), in the store (``store/files.py``), so that every replica serves
+    every file. A file uploaded before files moved to the store lies in ``legacy_root`` (``<files_dir>/<job>/<name>``)
+    and is still served, deleted and counted there until a file of its name is uploaded again; new uploads go to the
+    store only."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+    def __init__(self, files: Files, legacy_root: Path) -> None:
+        self._files = files
+        self.legacy_root = Path(legacy_root)
 
-    def path(self, job: str, name: str) -> Path:
+    @staticmethod
+    def check_name(name: str) -> str:
         if not _NAME.match(name) or ".." in name.split("/") or "//" in name:
             raise BadRequest("a file name is 1-255 of letters, digits, '._- /' with no '..' parts", field="name")
-        return self.root / job / name
+        return name
 
     def write(self, job: str, name: str, data: bytes) -> int:
-        path = self.path(job, name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".part")
-        tmp.write_bytes(data)
-        tmp.replace(path)
-        return len(data)
+        """Store ``data`` as file ``name`` of ``job``; answers its size."""
+        return self._files.write(job, self.check_name(name), data).size
 
-    def read_path(self, job: str, name: str) -> Path:
-        path = self.path(job, name)
-        if not path.is_file():
+    def open(self, job: str, name: str) -> FileBody:
+        """File ``name`` of ``job`` to serve; NotFound naming ``name`` when there is none."""
+        stored = self._files.get(job, self.check_name(name))
+        if stored is not None:
+            return FileBody(stored.head, stored.size, lambda: self._files.chunks(stored))
+        legacy = self._legacy_path(job, name)
+        if not legacy.is_file():
             raise NotFound(f"file {name!r} of job {job!r} does not exist", field="name")
-        return path
+        with legacy.open("rb") as stream:
+            head = stream.read(HEAD_BYTES)
+        return FileBody(head, legacy.stat().st_size, lambda: _read_pieces(legacy))
+
+    def delete(self, job: str, name: str) -> bool:
+        """Delete file ``name`` of ``job`` (from the store, and any copy in the legacy directory); False when there
+        was none."""
+        deleted = self._files.delete(job, self.check_name(name))
+        legacy = self._legacy_path(job, name)
+        if legacy.is_file():
+            legacy.unlink()
+            deleted = True
+        return deleted
 
     def delete_job(self, job: str) -> None:
-        import shutil
-
-        shutil.rmtree(self.root / job, ignore_errors=True)
+        """Remove the legacy directory of ``job``; its files in the store go with its data (``Jobs.delete``)."""
+        shutil.rmtree(self.legacy_root / job, ignore_errors=True)
 
     def usage(self, job: str) -> dict[str, int]:
-        folder = self.root / job
-        files = [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
-        return {"files": len(files), "bytes": sum(p.stat().st_size for p in files)}
+        """How many files ``job`` has and their bytes, the store's and the legacy directory's of other names."""
+        sizes = {stored.name: stored.size for stored in self._files.listing(job)}
+        folder = self.legacy_root / job
+        if folder.is_dir():
+            for path in folder.rglob("*"):
+                name = path.relative_to(folder).as_posix()
+                if path.is_file() and name not in sizes:
+                    sizes[name] = path.stat().st_size
+        return {"files": len(sizes), "bytes": sum(sizes.values())}
+
+    def _legacy_path(self, job: str, name: str) -> Path:
+        return self.legacy_root / job / name
+
+
+def _read_pieces(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as stream:
+        while piece := stream.read(_LEGACY_READ_BYTES):
+            yield piece
 
 
 def parse_time(value: str | int | None, name: str) -> int | None:

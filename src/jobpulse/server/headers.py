@@ -7,22 +7,21 @@ Swagger UI and ReDoc from this server's own files (``docs_pages.py``): scripts f
 (both set them), and workers from blobs (ReDoc's search). Answers that are not pages get ``default-src 'none'``:
 a browser that opens one renders nothing active.
 
-Files that users uploaded are served by :func:`user_file`: inline only when their first bytes are those of a
-PNG, JPEG, GIF or WebP image (and then as that type, whatever their name says), else as a download
-(``Content-Disposition: attachment``) of a type that a browser does not render as markup or script; always
-sandboxed, so no uploaded content ever runs in the UI's origin.
+Files that users uploaded are served by :func:`user_file`, streamed as the store reads them: inline only when their
+first bytes are those of a PNG, JPEG, GIF or WebP image (and then as that type, whatever their name says), else as
+a download (``Content-Disposition: attachment``) of a type that a browser does not render as markup or script;
+always sandboxed, so no uploaded content ever runs in the UI's origin.
 """
 
 from __future__ import annotations
 
 import mimetypes
 import re
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
 from starlette.datastructures import MutableHeaders
-from starlette.responses import FileResponse
+from starlette.responses import StreamingResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # Debug images may live elsewhere (an event keeps the URL its sender gave), hence images from http(s) too.
@@ -124,10 +123,11 @@ def user_content_headers(name: str, head: bytes) -> tuple[str, dict[str, str]]:
     return (guessed if passive else "application/octet-stream"), headers
 
 
-def user_file(path: Path, name: str, cache_control: str) -> FileResponse:
-    """The stored file at ``path`` (uploaded as ``name``) as an answer with the headers of user content."""
-    with path.open("rb") as stream:
-        head = stream.read(SIGNATURE_BYTES)
-    media, headers = user_content_headers(name, head)
+def user_file(name: str, head: bytes, size: int, body: Iterable[bytes], cache_control: str) -> StreamingResponse:
+    """A stored file uploaded as ``name`` as an answer with the headers of user content: ``head`` its first bytes
+    (at least ``SIGNATURE_BYTES`` of them when it has that many), ``size`` its length, ``body`` its bytes piece by
+    piece, sent as they are read (empty for a HEAD request)."""
+    media, headers = user_content_headers(name, head[:SIGNATURE_BYTES])
     headers["Cache-Control"] = cache_control
-    return FileResponse(path, media_type=media, headers=headers)
+    headers["Content-Length"] = str(size)
+    return StreamingResponse(body, media_type=media, headers=headers)

@@ -10,6 +10,7 @@ from .chart_recent import RecentCharts
 from .cluster_schema import set_raw_ttl_on_cluster, sharded_tables
 from .engine import EmbeddedEngine, Engine, HttpEngine
 from .events import Events
+from .files import Files
 from .findings import Findings
 from .insight_config import InsightConfig
 from .insight_data import InsightData
@@ -68,6 +69,7 @@ class Store:
         charts = RecentCharts(recent_chart_blocks, self.changes.deletions) if keeps_charts else None
         self.scalars = Scalars(engine, database, self.changes, catalogue, recent=charts, job_leaders=self._job_leaders)
         self.events = Events(engine, database)
+        self.files = Files(engine, database)
         self.scalar_stats = ScalarStats(engine, database, self.scalars.leaders)
         self._progress = Progress(engine, database)
         self.logs = Logs(engine, database, self.changes)

@@ -33,7 +33,12 @@ DATA_TABLES = (
     "system_1h",
     "workers",
     "insight_findings",
+    "files",
+    "file_chunks",
 )
+# What a job keeps when its reported data is deleted (a ClearML reset): its workers, and its files (a ClearML client
+# deletes those itself, from the URLs the reset answers).
+_KEPT_ON_RESET = ("workers", "files", "file_chunks")
 
 
 def _when(at: int | None) -> int:
@@ -389,7 +394,7 @@ class Jobs:
         workers stay."""
         try:
             for table in DATA_TABLES:
-                if table != "workers":
+                if table not in _KEPT_ON_RESET:
                     self._engine.command(f"DELETE FROM {self._db}.{table} WHERE job = {{job:String}}", {"job": job_id})
         finally:
             self._changes.note([job_id], deleted=True)

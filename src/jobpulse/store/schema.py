@@ -337,6 +337,18 @@ MIGRATIONS: list[list[str]] = [
         "ADD COLUMN IF NOT EXISTS node String DEFAULT '', ADD COLUMN IF NOT EXISTS rank Nullable(Int32), "
         "ADD COLUMN IF NOT EXISTS local_rank Nullable(Int32)",
     ],
+    [
+        # Uploaded files (store/files.py): a row per file naming its newest version (a deletion is a row too), and
+        # the version's bytes in chunks of 1 MiB; small granules, so that reading one chunk reads little else.
+        """CREATE TABLE IF NOT EXISTS {db}.files (
+            job String, name String, version UInt64, size UInt64, chunks UInt32, head String,
+            uploaded DateTime64(3), deleted UInt8
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY (job, name)""",
+        """CREATE TABLE IF NOT EXISTS {db}.file_chunks (
+            job String, name String, version UInt64, chunk UInt32, data String
+        ) ENGINE = MergeTree ORDER BY (job, name, version, chunk)
+        SETTINGS index_granularity = 256, index_granularity_bytes = 1048576""",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

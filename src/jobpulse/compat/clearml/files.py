@@ -150,7 +150,9 @@ async def download(request: Request) -> Response:
         key = await run_in_threadpool(file_reader, ctx, request)
         job, name = await run_in_threadpool(_locate, ctx, request.path_params["path"])
         await run_in_threadpool(ctx.access.job, key, job)
-        return user_file(ctx.files.read_path(job, name), name, "private, max-age=3600")
+        found = await run_in_threadpool(ctx.files.open, job, name)
+        body = found.pieces() if request.method != "HEAD" else ()
+        return user_file(name, found.head, found.size, body, "private, max-age=3600")
     except Exception as exc:
         return _error(exc)
 
@@ -161,10 +163,8 @@ async def delete(request: Request) -> Response:
         key = await run_in_threadpool(authenticate, ctx, request)
         job, name = await run_in_threadpool(_locate, ctx, request.path_params["path"])
         await run_in_threadpool(ctx.access.job, key, job, "write")
-        path = ctx.files.path(job, name)
-        if not path.is_file():
+        if not await run_in_threadpool(ctx.files.delete, job, name):
             raise NotFound(f"file {request.path_params['path']!r} does not exist", field="path")
-        path.unlink()
         return ClearmlJSON({"deleted": True})
     except Exception as exc:
         return _error(exc)

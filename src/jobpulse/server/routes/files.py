@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import FileResponse
+from starlette.responses import StreamingResponse
 
 from ...store import ApiKey
 from ..context import caller, context
@@ -34,7 +34,8 @@ async def upload(request: Request, job: str, name: str, key: ApiKey = Depends(ca
     description="A PNG, JPEG, GIF or WebP image (recognised by its bytes) is answered inline as that image; "
     "any other file as a download (`Content-Disposition: attachment`). Every file is sandboxed.",
 )
-def download(request: Request, job: str, name: str, key: ApiKey = Depends(caller)) -> FileResponse:
+def download(request: Request, job: str, name: str, key: ApiKey = Depends(caller)) -> StreamingResponse:
     ctx = context(request)
     ctx.access.require(key, job)
-    return user_file(ctx.files.read_path(job, name), name, "private, max-age=3600")
+    found = ctx.files.open(job, name)
+    return user_file(name, found.head, found.size, found.pieces(), "private, max-age=3600")
