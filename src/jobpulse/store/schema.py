@@ -18,6 +18,28 @@ def _sql(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}").replace("{{db}}", "{db}")
 
 
+# The columns of a series' summary row (``scalars_latest``), after its key.
+_LATEST_COLUMNS = """            last SimpleAggregateFunction(max, Tuple(Int64, DateTime64(6), Float64)),
+            first_iter SimpleAggregateFunction(min, Int64),
+            last_iter SimpleAggregateFunction(max, Int64),
+            first_ts SimpleAggregateFunction(min, DateTime64(3)),
+            last_ts SimpleAggregateFunction(max, DateTime64(3)),
+            min_value SimpleAggregateFunction(min, Nullable(Float64)),
+            max_value SimpleAggregateFunction(max, Nullable(Float64)),
+            points SimpleAggregateFunction(sum, UInt64)
+"""
+
+
+# The columns of a chart rollup block (``scalars_rollup``), after its key.
+_ROLLUP_COLUMNS = """            sum SimpleAggregateFunction(sum, Float64), n SimpleAggregateFunction(sum, Int64),
+            count SimpleAggregateFunction(sum, Int64),
+            min SimpleAggregateFunction(min, Nullable(Float64)), max SimpleAggregateFunction(max, Nullable(Float64)),
+            last SimpleAggregateFunction(max, Tuple(Int64, DateTime64(6), Float64)),
+            first_x SimpleAggregateFunction(min, Int64), last_x SimpleAggregateFunction(max, Int64),
+            first_iter SimpleAggregateFunction(min, Int64), last_iter SimpleAggregateFunction(max, Int64)
+"""
+
+
 def _system_rollup_columns(period: str) -> str:
     return f"""job String, worker LowCardinality(String), metric LowCardinality(String),
             device LowCardinality(String), {period},
@@ -164,17 +186,9 @@ MIGRATIONS: list[list[str]] = [
                 max(max), max(last)
             FROM {db}.system_1m GROUP BY job, worker, metric, device, hour""",
         "DROP VIEW IF EXISTS {db}.scalars_latest_mv",
-        """CREATE TABLE {db}.scalars_latest_v4 (
-            job String, metric String, variant String,
-            last SimpleAggregateFunction(max, Tuple(Int64, DateTime64(6), Float64)),
-            first_iter SimpleAggregateFunction(min, Int64),
-            last_iter SimpleAggregateFunction(max, Int64),
-            first_ts SimpleAggregateFunction(min, DateTime64(3)),
-            last_ts SimpleAggregateFunction(max, DateTime64(3)),
-            min_value SimpleAggregateFunction(min, Nullable(Float64)),
-            max_value SimpleAggregateFunction(max, Nullable(Float64)),
-            points SimpleAggregateFunction(sum, UInt64)
-        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant)""",
+        "CREATE TABLE {db}.scalars_latest_v4 (\n            job String, metric String, variant String,\n"
+        + _LATEST_COLUMNS
+        + "        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant)",
         # a later report of the last iteration (inserted after the upgrade) replaces the value kept here
         """INSERT INTO {db}.scalars_latest_v4
             SELECT job, metric, variant, (max(last_iter), toDateTime64(0, 6), argMaxMerge(last)),
@@ -187,15 +201,10 @@ MIGRATIONS: list[list[str]] = [
         + LATEST_SELECT.format(source="{db}.scalars"),
         "DROP VIEW IF EXISTS {db}.scalars_rollup_mv",
         "DROP TABLE IF EXISTS {db}.scalars_rollup",
-        """CREATE TABLE {db}.scalars_rollup (
-            job String, metric String, variant String, axis UInt8, level UInt8, block Int64,
-            sum SimpleAggregateFunction(sum, Float64), n SimpleAggregateFunction(sum, Int64),
-            count SimpleAggregateFunction(sum, Int64),
-            min SimpleAggregateFunction(min, Nullable(Float64)), max SimpleAggregateFunction(max, Nullable(Float64)),
-            last SimpleAggregateFunction(max, Tuple(Int64, DateTime64(6), Float64)),
-            first_x SimpleAggregateFunction(min, Int64), last_x SimpleAggregateFunction(max, Int64),
-            first_iter SimpleAggregateFunction(min, Int64), last_iter SimpleAggregateFunction(max, Int64)
-        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, axis, level, block)""",
+        "CREATE TABLE {db}.scalars_rollup (\n"
+        "            job String, metric String, variant String, axis UInt8, level UInt8, block Int64,\n"
+        + _ROLLUP_COLUMNS
+        + "        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, axis, level, block)",
         "CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.scalars_rollup_mv TO {db}.scalars_rollup AS "
         + _sql(rollup_select("{db}.scalars")),
         "INSERT INTO {db}.scalars_rollup " + _sql(rollup_select("{db}.scalars FINAL")),
@@ -272,33 +281,21 @@ MIGRATIONS: list[list[str]] = [
         "DROP TABLE {db}.scalars_unranked",
         "DROP TABLE IF EXISTS {db}.scalars_latest_by_worker",
         "DROP TABLE IF EXISTS {db}.scalars_latest_unranked",
-        """CREATE TABLE {db}.scalars_latest_by_worker (
-            job String, metric String, variant String, worker LowCardinality(String),
-            last SimpleAggregateFunction(max, Tuple(Int64, DateTime64(6), Float64)),
-            first_iter SimpleAggregateFunction(min, Int64),
-            last_iter SimpleAggregateFunction(max, Int64),
-            first_ts SimpleAggregateFunction(min, DateTime64(3)),
-            last_ts SimpleAggregateFunction(max, DateTime64(3)),
-            min_value SimpleAggregateFunction(min, Nullable(Float64)),
-            max_value SimpleAggregateFunction(max, Nullable(Float64)),
-            points SimpleAggregateFunction(sum, UInt64)
-        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, worker)""",
+        "CREATE TABLE {db}.scalars_latest_by_worker (\n"
+        "            job String, metric String, variant String, worker LowCardinality(String),\n"
+        + _LATEST_COLUMNS
+        + "        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, worker)",
         "INSERT INTO {db}.scalars_latest_by_worker " + by_worker(LATEST_SELECT).format(source="{db}.scalars FINAL"),
         "RENAME TABLE {db}.scalars_latest TO {db}.scalars_latest_unranked, "
         "{db}.scalars_latest_by_worker TO {db}.scalars_latest",
         "DROP TABLE {db}.scalars_latest_unranked",
         "DROP TABLE IF EXISTS {db}.scalars_rollup_by_worker",
         "DROP TABLE IF EXISTS {db}.scalars_rollup_unranked",
-        """CREATE TABLE {db}.scalars_rollup_by_worker (
-            job String, metric String, variant String, worker LowCardinality(String),
-            axis UInt8, level UInt8, block Int64,
-            sum SimpleAggregateFunction(sum, Float64), n SimpleAggregateFunction(sum, Int64),
-            count SimpleAggregateFunction(sum, Int64),
-            min SimpleAggregateFunction(min, Nullable(Float64)), max SimpleAggregateFunction(max, Nullable(Float64)),
-            last SimpleAggregateFunction(max, Tuple(Int64, DateTime64(6), Float64)),
-            first_x SimpleAggregateFunction(min, Int64), last_x SimpleAggregateFunction(max, Int64),
-            first_iter SimpleAggregateFunction(min, Int64), last_iter SimpleAggregateFunction(max, Int64)
-        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, worker, axis, level, block)""",
+        "CREATE TABLE {db}.scalars_rollup_by_worker (\n"
+        "            job String, metric String, variant String, worker LowCardinality(String),\n"
+        "            axis UInt8, level UInt8, block Int64,\n"
+        + _ROLLUP_COLUMNS
+        + "        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, worker, axis, level, block)",
         "INSERT INTO {db}.scalars_rollup_by_worker " + _sql(by_worker(rollup_select("{db}.scalars FINAL"))),
         "RENAME TABLE {db}.scalars_rollup TO {db}.scalars_rollup_unranked, "
         "{db}.scalars_rollup_by_worker TO {db}.scalars_rollup",
