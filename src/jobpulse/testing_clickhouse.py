@@ -8,7 +8,8 @@ runs one statement at a time; every client shares that session (there are no HTT
 
 What it speaks: ``GET``/``POST /`` with the statement in the ``query`` parameter and/or the body, ``param_<name>``
 values in ClickHouse's escaped text form, any other query-string parameter as a setting of that statement, a
-``database`` parameter, request bodies compressed as lz4, zstd, gzip or deflate (``Content-Encoding``), inserts
+``database`` parameter, the same fields as ``multipart/form-data`` in the body (how clickhouse-connect sends bind
+parameters longer than 4 KiB), request bodies compressed as lz4, zstd, gzip or deflate (``Content-Encoding``), inserts
 named in the ``query`` parameter (``INSERT ... FORMAT <name>``) whose data is the body, and errors as ClickHouse
 sends them (the ``Code: N. DB::Exception: ...`` text with ``X-ClickHouse-Exception-Code``). ``GET /ping``
 answers ``Ok.``. Responses are not compressed (clickhouse-connect reads ``Content-Encoding``).
@@ -35,6 +36,8 @@ import urllib.request
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from email import policy
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,17 @@ _SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ERROR_CODE = re.compile(r"Code:\s*(\d+)\.")
 _BAD_REQUEST_CODES = frozenset({6, 26, 27, 36, 38, 41, 42, 43, 44, 47, 53, 62, 70, 72, 115, 117, 456, 457})
 _NOT_FOUND_CODES = frozenset({60, 81})
+
+
+def _form_fields(body: bytes, content_type: str) -> dict[str, str]:
+    """The fields of a ``multipart/form-data`` body (the statement and its ``param_`` values), by name."""
+    message = BytesParser(policy=policy.HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + body)
+    fields = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if name:
+            fields[str(name)] = (part.get_payload(decode=True) or b"").decode()
+    return fields
 
 
 class StandInEngine:
@@ -170,6 +184,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(f"Code: 27. DB::Exception: Cannot read the request body: {exc}. (CANNOT_PARSE_INPUT)")
             return
         fields = dict(parse_qsl(parts.query, keep_blank_values=True))
+        content_type = self.headers.get("Content-Type", "")
+        if content_type.lower().startswith("multipart/form-data"):
+            fields.update(_form_fields(body, content_type))
+            body = b""
         try:
             output = self._run(fields, body)
         except Exception as exc:  # chdb raises one error type for every failure; its text is ClickHouse's
