@@ -17,7 +17,7 @@ from ..errors import BadRequest, NotFound
 from ..ingest import Committer
 from ..settings import Settings
 from ..store import ApiKey, Store
-from ..store.files import HEAD_BYTES, Files
+from ..store.files import CHUNK_BYTES, HEAD_BYTES, Files
 from .access import Access
 from .metrics import Metrics, Readiness
 from .signing import Signer
@@ -48,7 +48,6 @@ async def caller(request: Request) -> ApiKey:
 
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/ ]{0,254}$")
-_LEGACY_READ_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,7 @@ class FileStore:
 
 def _read_pieces(path: Path) -> Iterator[bytes]:
     with path.open("rb") as stream:
-        while piece := stream.read(_LEGACY_READ_BYTES):
+        while piece := stream.read(CHUNK_BYTES):
             yield piece
 
 

@@ -23,10 +23,9 @@ import pyarrow as pa
 
 from .changes import Changes
 from .engine import Engine
+from .ranks import Extent, Series, extent_of
 
-Series = tuple[str, str, str, str]  # job, metric, variant, worker: each worker (rank) reports series of its own
 Name = tuple[str, str, str]  # metric, variant, worker: a series within its job
-Extent = list[int]  # first iteration, last iteration, first time, last time (epoch ms)
 _REMEMBERED_SERIES = 200_000
 
 
@@ -84,25 +83,10 @@ class Catalogue:
     def extent(
         self, jobs: list[str], metric: str, variants: list[str] | None, axis: Literal["iter", "time"]
     ) -> tuple[tuple[int, int] | None] | None:
-        """The x extent of ``metric`` (its ``variants``, else all) over ``jobs`` as ``(extent,)`` where this
-        store remembers every one of the jobs (``extent`` None: no points), else None."""
-        if not self._changes.sees_every_write:
-            return None
-        lo, hi = (0, 1) if axis == "iter" else (2, 3)
-        found: list[Extent] = []
-        with self._lock:
-            for job in jobs:
-                kept = self._jobs.get(job)
-                if kept is None or kept[0] != self._changes.deletions(job):
-                    return None
-                found.extend(
-                    extent
-                    for (m, variant, _), extent in kept[1].items()
-                    if m == metric and (variants is None or variant in variants)
-                )
-            if not found:
-                return (None,)
-            return ((min(e[lo] for e in found), max(e[hi] for e in found)),)
+        """The x extent of ``metric`` (its ``variants``, else all; every worker) over ``jobs`` as ``(extent,)``
+        where this store remembers every one of the jobs (``extent`` None: no points), else None."""
+        found = self.series(jobs, metric, variants)
+        return None if found is None else (extent_of(found, set(found), axis),)
 
     def series(self, jobs: list[str], metric: str | None, variants: list[str] | None) -> dict[Series, Extent] | None:
         """The extent of every series (per worker) of ``metric`` (any metric: None) and its ``variants`` (else all)

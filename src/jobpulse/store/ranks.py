@@ -65,9 +65,17 @@ def leaders(parts: dict[Series, Extent], job_leaders: JobLeaders | None) -> dict
     by_series: dict[tuple[str, str, str], dict[str, int]] = {}
     for (job, metric, variant, worker), extent in parts.items():
         by_series.setdefault((job, metric, variant), {})[worker] = extent[2]
-    shared = sorted({key[0] for key, workers in by_series.items() if len(workers) > 1})
+    return leaders_of(by_series, job_leaders)
+
+
+def leaders_of(
+    first_ms: dict[tuple[str, str, str], dict[str, int]], job_leaders: JobLeaders | None
+) -> dict[tuple[str, str, str], str]:
+    """The leader of each (job, metric, variant) of ``first_ms`` (its workers -> time of their first point); the
+    jobs' ``leader`` fields are looked up (``job_leaders``) only for jobs that have a series of several workers."""
+    shared = sorted({key[0] for key, workers in first_ms.items() if len(workers) > 1})
     named = job_leaders(shared) if shared and job_leaders is not None else {}
-    return {key: leader(workers, named.get(key[0], "")) for key, workers in by_series.items()}
+    return {key: leader(workers, named.get(key[0], "")) for key, workers in first_ms.items()}
 
 
 def chosen(parts: dict[Series, Extent], mode: str, worker: str | None, job_leaders: JobLeaders | None) -> set[Series]:

@@ -18,7 +18,7 @@ from .series import run_starts
 
 MAX_PAGE = 200_000
 POINT_FIELDS = frozenset({"variant", "iter", "ts", "value"})
-_ONLY = " AND (job, metric, variant, worker) IN {only:Array(Tuple(String, String, String, String))}"
+ONLY_SERIES = " AND (job, metric, variant, worker) IN {only:Array(Tuple(String, String, String, String))}"
 
 
 class ScalarReads:
@@ -65,7 +65,7 @@ class ScalarReads:
         if chosen == set(parts):
             return ""
         params["only"] = sorted(chosen)
-        return _ONLY
+        return ONLY_SERIES
 
     def leaders(self, jobs: list[str]) -> dict[tuple[str, str, str], str]:
         """The leader (``ranks.py``) of every (job, metric, variant) of ``jobs``."""
@@ -84,13 +84,13 @@ class ScalarReads:
             GROUP BY metric, variant, worker ORDER BY metric, variant, worker""",
             {"job": job},
         ).to_pylist()
-        by_series: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+        by_series: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
         for row in rows:
-            by_series.setdefault((row["metric"], row["variant"]), {})[row["worker"]] = row
-        named = self._named([job], any(len(workers) > 1 for workers in by_series.values())).get(job, "")
+            by_series.setdefault((job, row["metric"], row["variant"]), {})[row["worker"]] = row
+        picked = self._leaders(by_series)
         out: dict[str, dict[str, Any]] = {}
-        for (metric, variant), workers in by_series.items():
-            first = ranks.leader({worker: row["first_ts"] for worker, row in workers.items()}, named)
+        for (_, metric, variant), workers in by_series.items():
+            first = picked[(job, metric, variant)]
             row = workers[first]
             entry = out.setdefault(metric, {"metric": metric, "variants": []})
             fields = ("first_iter", "last_iter", "first_ts", "last_ts", "points")
@@ -99,9 +99,10 @@ class ScalarReads:
             )
         return list(out.values())
 
-    def _named(self, jobs: list[str], needed: bool) -> dict[str, str]:
-        """The jobs' ``leader`` fields where ``needed`` (a series of several workers), else none."""
-        return self._job_leaders(jobs) if needed and self._job_leaders is not None else {}
+    def _leaders(self, by_series: dict[tuple[str, str, str], dict[str, dict[str, Any]]]) -> dict[tuple, str]:
+        """The leader of each (job, metric, variant) of ``by_series`` (its rows by worker, with ``first_ts``)."""
+        first_ms = {key: {worker: row["first_ts"] for worker, row in rows.items()} for key, rows in by_series.items()}
+        return ranks.leaders_of(first_ms, self._job_leaders)
 
     def latest(self, jobs: list[str], *, workers: str = "leader", worker: str | None = None) -> list[dict[str, Any]]:
         """The last value (by iteration) of every metric and variant of each job, with min and max: the leader's
@@ -131,13 +132,10 @@ class ScalarReads:
         by_series: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
         for row in rows:
             by_series.setdefault((row["job"], row["metric"], row["variant"]), {})[row.pop("worker")] = row
-        shared = sorted({key[0] for key, workers in by_series.items() if len(workers) > 1})
-        named = self._named(shared, bool(shared))
-        out = []
-        for key, workers in by_series.items():
-            first = ranks.leader({worker: row["first_ts"] for worker, row in workers.items()}, named.get(key[0], ""))
-            out.append({k: v for k, v in workers[first].items() if k != "first_ts"})
-        return out
+        picked = self._leaders(by_series)
+        return [
+            {k: v for k, v in workers[picked[key]].items() if k != "first_ts"} for key, workers in by_series.items()
+        ]
 
     def page(
         self,

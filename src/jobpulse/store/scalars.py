@@ -19,7 +19,7 @@ from .engine import Engine
 from .memory import Memory, copy_series
 from .ranks import Extent, JobLeaders, Series
 from .rollup_sql import ROLLUP_LEVELS
-from .scalar_reads import MAX_PAGE, POINT_FIELDS, ScalarReads, series_where
+from .scalar_reads import MAX_PAGE, ONLY_SERIES, POINT_FIELDS, ScalarReads, series_where
 from .series import split_series
 
 Axis = Literal["iter", "time"]
@@ -239,7 +239,7 @@ class Scalars(ScalarReads):
         level = max((lvl for lvl in ROLLUP_LEVELS[axis_id] if (4 << lvl) <= width), default=None)
         where, params = series_where(jobs, metric, variants)
         if only is not None:
-            where += " AND (job, metric, variant, worker) IN {only:Array(Tuple(String, String, String, String))}"
+            where += ONLY_SERIES
             params["only"] = only
         if level is not None:
             size = 1 << level

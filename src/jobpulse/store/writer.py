@@ -31,11 +31,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .catalogue import Catalogue, Series
+from .catalogue import Catalogue
 from .changes import Changes
 from .chart_recent import RecentCharts
 from .engine import Engine
 from .latest import latest_rows
+from .ranks import Series
 from .rollup import SERIES_COLUMNS, by_series, by_series_then_x, rollup_rows
 from .series import one_value, row_keys
 from .system_recent import RecentSystem

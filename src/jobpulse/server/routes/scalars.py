@@ -136,7 +136,7 @@ def _chart(
         buckets=page_args(buckets, "buckets", 10_000),
         x_min=_int(x_range[0], "x_min"),
         x_max=_int(x_range[1], "x_max"),
-        workers=check_mode(ranks[0]),
+        workers=ranks[0],
         worker=check_worker(ranks[1]),
     )
     return JSON(_chart_json(chart))
