@@ -42,8 +42,7 @@ def payload(fmt: str, event: str, finding: Finding, job_url: str) -> dict[str, A
         return {"event": event, "finding": finding.to_dict(), "job_url": job_url}
     where = " ".join(p for p in (finding.worker, f"GPU {finding.device}" if finding.device else "") if p)
     title = f"{finding.kind.replace('_', ' ')}{f' ({finding.signal})' if finding.signal else ''}"
-    verb = {"opened": "opened", "resolved": "resolved", "test": "test"}[event]
-    text = f"{_ICONS.get(finding.severity, '')} [{finding.project}] {finding.job}: {title} {verb}"
+    text = f"{_ICONS.get(finding.severity, '')} [{finding.project}] {finding.job}: {title} {event}"
     if where:
         text += f" on {where}"
     details = ", ".join(f"{k}={v}" for k, v in finding.evidence.items() if not isinstance(v, (list, dict)))

@@ -15,13 +15,14 @@ Definitions (minutes are per-minute means of the samples; durations from ``thres
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .episodes import candidates, episodes
-from .frames import JobData
+from .frames import MINUTE_MS, JobData
 from .model import Detection, mean_of, median_of, nanmedian, number, span
 from .thresholds import minutes
 
@@ -69,7 +70,7 @@ def underused(data: JobData, t: dict[str, Any]) -> list[Detection]:
         return []
     window = minutes(t["underused_window_s"])
     median = _rolling_median(util["avg"], window)
-    settled = data.after(data.started + t["warmup_s"] * 1000 + (window - 1) * 60_000)
+    settled = data.after(data.started + t["warmup_s"] * 1000 + (window - 1) * MINUTE_MS)
     cond = (median < t["underused_util_pct"]) & settled
     out = []
     for episode in episodes(cond, min_len=1, clear_len=minutes(t["resolve_after_s"]), final=data.final):
@@ -146,7 +147,7 @@ def _stragglers(
 
 def _ranking(workers: list[str], values: np.ndarray, row: int, worst: int) -> dict[str, Any]:
     """Each worker's mean over the span, ranked: the worker's own, the min / median / max, the slowest few."""
-    with np.errstate(all="ignore"), _quiet():
+    with np.errstate(all="ignore"), warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         means = np.nanmean(values, axis=1)
     order = [i for i in np.argsort(means) if np.isfinite(means[i])]
     finite = means[np.isfinite(means)]
@@ -157,17 +158,3 @@ def _ranking(workers: list[str], values: np.ndarray, row: int, worst: int) -> di
         "max": number(finite.max()) if finite.size else None,
         "worst": [{"worker": workers[i], "value": number(means[i])} for i in order[:worst]],
     }
-
-
-class _quiet:
-    """Silence numpy's warning about an all-NaN slice (a minute no worker reported)."""
-
-    def __enter__(self) -> None:
-        import warnings
-
-        self._catch = warnings.catch_warnings()
-        self._catch.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc: object) -> None:
-        self._catch.__exit__(*exc)

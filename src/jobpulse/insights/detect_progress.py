@@ -41,8 +41,7 @@ def hang(data: JobData, t: dict[str, Any]) -> list[Detection]:
         return []
     steps = _any_per_minute(data.steps["points"]) if data.steps is not None else np.zeros(data.minutes, bool)
     lines = _any_per_minute(data.logs["lines"]) if data.logs is not None else np.zeros(data.minutes, bool)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         mean = np.nanmean(util["avg"], axis=0)
     pinned = (mean <= t["hang_idle_util_pct"]) | (mean >= t["hang_busy_util_pct"])
     after = data.after(data.started + t["warmup_s"] * 1000) & (data.times > data.first_progress)

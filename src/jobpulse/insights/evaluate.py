@@ -91,20 +91,21 @@ class Evaluator:
             assert now_ms is not None
             return self._window([row], now_ms)
         end = int(row["ended"]) if now_ms is None else min(int(row["ended"]), now_ms)
-        start = self._began(row, end)
+        progress = self._store.insight_data.first_progress([row["job"]]).get(row["job"])
+        start = self._began(row, end, progress)
         first = max(start - start % MINUTE_MS, end - end % MINUTE_MS - FINAL_MAX_MIN * MINUTE_MS)
-        return self._evaluate([{**row, "started": start}], first, end, final=True)
+        return self._evaluate([{**row, "started": start, "first_progress": progress}], first, end, final=True)
 
-    def _began(self, row: dict[str, Any], end: int) -> int:
-        """When a finished job began: its start, or its first system sample, scalar point or log line where one is
-        earlier. A run recorded while its server could not be reached and sent later (``jobpulse sync``) may have
-        been registered only when it was sent, after every sample of it; its warm-up counts from its data too."""
+    def _began(self, row: dict[str, Any], end: int, progress: int | None) -> int:
+        """When a finished job began: its start, or its first system sample, scalar point or log line (``progress``)
+        where one is earlier. A run recorded while its server could not be reached and sent later (``jobpulse sync``)
+        may have been registered only when it was sent, after every sample of it; its warm-up counts from its data
+        too."""
         job = row["job"]
         found = [int(row["started"])] if row["started"] else []
         extent = self._store.system.extent(job)
         if extent is not None:
             found.append(extent[0])
-        progress = self._store.insight_data.first_progress([job]).get(job)
         if progress is not None:
             found.append(progress)
         return min(found, default=end)

@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..store import Store
+from ..store.system import MINUTE_MS
 
-MINUTE_MS = 60_000
 # What the detectors read from the system series.
 METRICS = (
     "gpu_util",
@@ -87,7 +87,8 @@ class JobData:
 
 
 def load(store: Store, jobs: list[dict[str, Any]], first_minute: int, now_ms: int, *, final: bool) -> list[JobData]:
-    """The data of ``jobs`` (rows with job, project, started) from ``first_minute`` to the minute of ``now_ms``."""
+    """The data of ``jobs`` (rows with job, project, started, and ``first_progress`` where already read) from
+    ``first_minute`` to the minute of ``now_ms``."""
     if not jobs:
         return []
     names = [j["job"] for j in jobs]
@@ -99,7 +100,9 @@ def load(store: Store, jobs: list[dict[str, Any]], first_minute: int, now_ms: in
     scalars = _frame(data.scalar_health(names, first_minute, last_minute), times, ("bad", "top", "mid"))
     logs = _frame(data.log_lines(names, first_minute, last_minute), times, ("lines",))
     workers = _workers(data.workers(names))
-    firsts = data.first_progress(names)
+    known = {j["job"]: j["first_progress"] for j in jobs if "first_progress" in j}
+    asked = [name for name in names if name not in known]
+    firsts = {**(data.first_progress(asked) if asked else {}), **known}
     out = []
     for row in jobs:
         job = row["job"]

@@ -10,8 +10,6 @@ import numpy as np
 from .episodes import Episode
 from .frames import MINUTE_MS, JobData
 
-SEVERITIES = ("info", "warning", "critical")
-
 
 @dataclass
 class Detection:

@@ -12,20 +12,15 @@ import time
 from typing import Any
 
 from ..settings import Settings
-from ..store import Store
+from ..store import Store, identity
 from .alerts import Alerter
 from .evaluate import Evaluator, Outcome
 
 log = logging.getLogger("jobpulse.insights")
 
 
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class Insights:
     def __init__(self, store: Store, settings: Settings, *, alerter: Alerter | None = None) -> None:
-        self.store = store
         self.interval_s = settings.insights_interval_s
         self.evaluator = Evaluator(store)
         self.alerter = alerter or Alerter(store, settings.url)
@@ -37,7 +32,7 @@ class Insights:
         """Evaluate one job now (a running job at ``now_ms``, default the wall clock; a finished one at its end)
         and send the alerts of what changed."""
         if now_ms is None and (row["status"] == "running" or row["ended"] is None):
-            now_ms = wall_ms()
+            now_ms = identity.now_ms()
         outcome = self.evaluator.job(row, now_ms)
         self.alerter.notify(outcome.opened, outcome.resolved)
         return outcome
@@ -45,14 +40,14 @@ class Insights:
     def cycle(self, now_ms: int | None = None) -> Outcome:
         """Evaluate every running job (and close the findings of jobs that ended) and send the alerts."""
         began = time.perf_counter()
-        outcome = self.evaluator.running(wall_ms() if now_ms is None else now_ms)
+        outcome = self.evaluator.running(identity.now_ms() if now_ms is None else now_ms)
         self.alerter.notify(outcome.opened, outcome.resolved)
         self.last_cycle = {
             "jobs": outcome.jobs,
             "opened": len(outcome.opened),
             "resolved": len(outcome.resolved),
             "seconds": round(time.perf_counter() - began, 3),
-            "at": wall_ms(),
+            "at": identity.now_ms(),
         }
         return outcome
 

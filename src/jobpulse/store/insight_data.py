@@ -14,8 +14,6 @@ import pyarrow as pa
 
 from .engine import Engine
 
-MINUTE_MS = 60_000
-
 
 class InsightData:
     def __init__(self, engine: Engine, db: str) -> None:

@@ -16,10 +16,10 @@ from starlette.concurrency import run_in_threadpool
 from ...errors import BadRequest, NotFound
 from ...insights import thresholds as limits
 from ...insights.alerts import FORMATS
-from ...insights.service import Insights, wall_ms
+from ...insights.service import Insights
 from ...insights.waste import job_waste, project_waste
 from ...store import ApiKey
-from ...store.identity import check_project
+from ...store.identity import check_project, now_ms
 from ..context import caller, context, page_args, parse_time, split_list
 from ..responses import JSON
 
@@ -56,7 +56,7 @@ def _project(request: Request, key: ApiKey, project: str, role: str) -> None:
 @router.get("/jp/v1/jobs/{job}/insights", summary="Findings of a job (idle GPUs, stragglers, hangs...)")
 def job_insights(request: Request, job: str, status: str | None = None, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job)
+    ctx.access.require(key, job)
     findings = ctx.store.findings.of_job(job, _status(status))
     return JSON(
         {"job": job, "findings": [f.to_dict() for f in findings], "open": sum(f.ended is None for f in findings)}
@@ -66,17 +66,15 @@ def job_insights(request: Request, job: str, status: str | None = None, key: Api
 @router.post("/jp/v1/jobs/{job}/insights/evaluate", summary="Evaluate a job now (a finished job: over its whole run)")
 def evaluate_job(request: Request, job: str, at: str | None = None, key: ApiKey = Depends(caller)) -> JSON:
     ctx = context(request)
-    ctx.access.job(key, job, "write")
-    rows = ctx.store.insight_data.jobs([job])
-    if not rows:
-        raise NotFound(f"job {job!r} does not exist", field="job")
-    now_ms = parse_time(at, "at")
-    outcome = _insights(request).evaluate_job(rows[0], now_ms)
+    found = ctx.access.job(key, job, "write")
+    row = {"job": job, "project": found.project, "status": found.status, "started": found.started, "ended": found.ended}
+    at_ms = parse_time(at, "at")
+    outcome = _insights(request).evaluate_job(row, at_ms)
     findings = ctx.store.findings.of_job(job)
     return JSON(
         {
             "job": job,
-            "evaluated_at": now_ms if now_ms is not None else rows[0]["ended"] or wall_ms(),
+            "evaluated_at": at_ms if at_ms is not None else row["ended"] or now_ms(),
             "opened": len(outcome.opened),
             "resolved": len(outcome.resolved),
             "findings": [f.to_dict() for f in findings],
@@ -224,7 +222,7 @@ def job_gpu_waste(
     ctx = context(request)
     found = ctx.access.job(key, job)
     default_start = found.started if found.started is not None else found.created
-    start_ms, end_ms = _period(start or str(default_start), end, found.ended or wall_ms())
+    start_ms, end_ms = _period(start or str(default_start), end, found.ended or now_ms())
     return JSON(job_waste(ctx.store, job, found.project, start_ms, end_ms))
 
 
@@ -238,5 +236,5 @@ def project_gpu_waste(
     key: ApiKey = Depends(caller),
 ) -> JSON:
     _project(request, key, project, "read")
-    start_ms, end_ms = _period(start, end, wall_ms())
+    start_ms, end_ms = _period(start, end, now_ms())
     return JSON(project_waste(context(request).store, project, start_ms, end_ms, page_args(limit)))
