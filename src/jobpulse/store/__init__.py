@@ -7,7 +7,7 @@ from pathlib import Path
 from .catalogue import Catalogue
 from .changes import Changes
 from .chart_recent import RecentCharts
-from .cluster_schema import set_raw_ttl_on_cluster, sharded_tables
+from .cluster_schema import sharded_tables
 from .engine import EmbeddedEngine, Engine, HttpEngine
 from .events import Events
 from .files import Files
@@ -55,11 +55,9 @@ class Store:
         self.database = database
         cluster = getattr(engine, "cluster", "")
         self.previous_version = migrate(engine, database, cluster)
+        set_raw_ttl(engine, database, raw_ttl_days, cluster)
         if cluster:
-            set_raw_ttl_on_cluster(engine, database, cluster, raw_ttl_days)
             engine.sharded = sharded_tables(engine, database)
-        else:
-            set_raw_ttl(engine, database, raw_ttl_days)
         if sees_every_write is None:
             sees_every_write = isinstance(engine, EmbeddedEngine)
         self.changes = Changes(sees_every_write=sees_every_write)

@@ -237,20 +237,6 @@ class ClusterSchema:
         return re.sub(rf"\b{re.escape(self.db)}\.(\w+)\b", lambda m: f"{self.db}.{self.physical(m.group(1))}", select)
 
 
-def set_raw_ttl_on_cluster(engine: Engine, db: str, cluster: str, days: int) -> None:
-    """``schema.set_raw_ttl`` on a cluster: the TTL of the raw system samples' local tables, on every node."""
-    found = engine.query(
-        "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = 'system_local'", {"db": db}
-    ).column("engine_full")
-    engine_full = found[0].as_py() if len(found) else ""
-    on = f"{db}.system_local ON CLUSTER {cluster}"
-    wanted = f"INTERVAL {int(days)} DAY"
-    if days > 0 and wanted not in engine_full.replace("toIntervalDay(", "INTERVAL ").replace(")", " DAY"):
-        engine.command(f"ALTER TABLE {on} MODIFY TTL toDateTime(ts) + INTERVAL {int(days)} DAY")
-    elif days <= 0 and " TTL " in engine_full:
-        engine.command(f"ALTER TABLE {on} REMOVE TTL")
-
-
 _DELETE = re.compile(rf"\s*DELETE\s+FROM\s+{TABLE_NAME}\s+WHERE\s+(.+)", FLAGS)
 
 

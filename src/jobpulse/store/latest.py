@@ -4,7 +4,7 @@ A series is (job, metric, variant, worker): each worker (rank) of a job reports 
 series holds its last point as ``(iter, inserted, value)``, its first and last iteration and time,
 the minimum and maximum of its finite values, and its number of points; the table keeps the maximum, minimum or
 sum of each column over all batches, so its merged row summarises every point the series was sent. The same
-row is defined in SQL by ``schema.LATEST_SELECT`` (which builds it in upgrades); ``tests/test_latest.py`` holds
+row is defined in SQL by ``rollup_sql.LATEST_SELECT`` (which builds it in upgrades); ``tests/test_latest.py`` holds
 the two to the same rows.
 
 Kept by a materialized view, the summary cost 15-20 ms per 100,000 points (grouping them all in the

@@ -359,19 +359,18 @@ def migrate(engine: Engine, db: str, cluster: str | None = None) -> int:
     return apply_steps(engine, db, MIGRATIONS, cluster=cluster)
 
 
-def set_raw_ttl(engine: Engine, db: str, days: int) -> None:
-    """Keep raw system samples for ``days`` days (0: forever); per-minute rollups stay."""
-    engine_full = (
-        engine.query(
-            "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = 'system'",
-            {"db": db},
-        )
-        .column("engine_full")[0]
-        .as_py()
-    )
+def set_raw_ttl(engine: Engine, db: str, days: int, cluster: str = "") -> None:
+    """Keep raw system samples for ``days`` days (0: forever); per-minute rollups stay. On ClickHouse cluster
+    ``cluster`` the TTL is that of the samples' local tables, on every node."""
+    table = "system_local" if cluster else "system"
+    found = engine.query(
+        "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {table:String}",
+        {"db": db, "table": table},
+    ).column("engine_full")
+    engine_full = found[0].as_py() if len(found) else ""
+    on = f"{db}.{table}" + (f" ON CLUSTER {cluster}" if cluster else "")
     wanted = f"INTERVAL {int(days)} DAY"
-    has_ttl = " TTL " in engine_full
     if days > 0 and wanted not in engine_full.replace("toIntervalDay(", "INTERVAL ").replace(")", " DAY"):
-        engine.command(f"ALTER TABLE {db}.system MODIFY TTL toDateTime(ts) + INTERVAL {int(days)} DAY")
-    elif days <= 0 and has_ttl:
-        engine.command(f"ALTER TABLE {db}.system REMOVE TTL")
+        engine.command(f"ALTER TABLE {on} MODIFY TTL toDateTime(ts) + INTERVAL {int(days)} DAY")
+    elif days <= 0 and " TTL " in engine_full:
+        engine.command(f"ALTER TABLE {on} REMOVE TTL")

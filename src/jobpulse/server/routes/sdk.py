@@ -121,8 +121,9 @@ def _distribution_texts() -> tuple[str, str]:
         dist = importlib.metadata.distribution("jobpulse")
     except importlib.metadata.PackageNotFoundError:
         dist = None
-    if dist is not None and dist.version == __version__ and dist.read_text("METADATA"):
-        return dist.read_text("METADATA") or "", dist.read_text("entry_points.txt") or _ENTRY_POINTS
+    metadata = dist.read_text("METADATA") if dist is not None and dist.version == __version__ else None
+    if metadata:
+        return metadata, dist.read_text("entry_points.txt") or _ENTRY_POINTS
     requires = "".join(f"Requires-Dist: {r}\n" for r in ("orjson>=3.9", "zstandard>=0.22", "psutil>=5.9"))
     metadata = f"Metadata-Version: 2.1\nName: jobpulse\nVersion: {__version__}\nRequires-Python: >=3.11\n{requires}"
     return metadata, _ENTRY_POINTS
