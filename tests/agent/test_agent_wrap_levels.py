@@ -22,7 +22,9 @@ class Lines:
     def register_job(self, name: str | None = None, tags: list[str] | None = None) -> None:
         pass
 
-    def worker_status(self, status: str, exit_code: int | None = None, host: str | None = None) -> None:
+    def worker_status(
+        self, status: str, exit_code: int | None = None, host: str | None = None, fields: dict | None = None
+    ) -> None:
         pass
 
     def close(self, timeout: float = 10.0) -> None:

@@ -202,10 +202,7 @@ def run_wrapped(
         return lambda msg: on_line(msg, levels(msg))
 
     outlet.register_job(job_name)
-    if worker_fields:
-        outlet.worker_status("running", fields=dict(worker_fields))
-    else:
-        outlet.worker_status("running")
+    outlet.worker_status("running", fields=dict(worker_fields) if worker_fields else None)
     child_env = dict(os.environ if env is None else env)
     child_env.setdefault("PYTHONUNBUFFERED", "1")
     try:

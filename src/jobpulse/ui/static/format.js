@@ -75,27 +75,6 @@ export function badge(status) {
   return h("span", { class: `badge badge-${status || "created"}`, title: `status: ${status}` }, status || "unknown");
 }
 
-// Units of system metrics by name (DESIGN: *_util in %, fractions for ephemeral/cache util).
-export function systemUnit(metric) {
-  if (/^(ephemeral|cache)_util$/.test(metric)) return { scale: 100, suffix: "%", fmt: (v) => `${num(v, 3)}%` };
-  if (/_util$/.test(metric)) return { scale: 1, suffix: "%", fmt: (v) => `${num(v, 3)}%`, max: 100 };
-  if (/_Bps$/.test(metric)) return { scale: 1, suffix: "B/s", fmt: (v) => `${bytes(v)}/s` };
-  if (/_bytes$/.test(metric)) return { scale: 1, suffix: "B", fmt: bytes };
-  if (/_w$/.test(metric)) return { scale: 1, suffix: "W", fmt: (v) => `${num(v, 3)} W` };
-  if (/_c$/.test(metric)) return { scale: 1, suffix: "°C", fmt: (v) => `${num(v, 3)} °C` };
-  if (metric === "cpu_cores") return { scale: 1, suffix: "cores", fmt: (v) => `${num(v, 3)} cores` };
-  return { scale: 1, suffix: "", fmt: (v) => num(v) };
-}
-
-export const SYSTEM_LABELS = {
-  gpu_util: "GPU utilization", gpu_mem_util: "GPU memory", gpu_mem_bytes: "GPU memory used",
-  gpu_power_w: "GPU power", gpu_temp_c: "GPU temperature", npu_util: "NPU utilization", npu_mem_util: "NPU memory",
-  cpu_util: "CPU utilization", cpu_cores: "CPU cores in use", mem_util: "Memory", mem_bytes: "Memory used",
-  net_rx_Bps: "Network received", net_tx_Bps: "Network sent", disk_read_Bps: "Disk read", disk_write_Bps: "Disk write",
-  ephemeral_bytes: "Ephemeral storage", ephemeral_util: "Ephemeral storage used", cache_bytes: "Cache",
-  cache_util: "Cache used",
-};
-
 // Natural order: worker-2 before worker-10.
 export function natural(a, b) {
   return String(a).localeCompare(String(b), "en", { numeric: true });

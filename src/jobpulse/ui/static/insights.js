@@ -10,6 +10,8 @@ const TITLES = {
   divergence: "Divergence", hardware: "Hardware", lost_worker: "Lost worker",
 };
 const RANK = { critical: 2, warning: 1, info: 0 };
+const findingTitle = (f) => TITLES[f.kind] || f.kind;
+const findingWhere = (f) => [f.worker, f.device !== "" ? `GPU ${f.device}` : ""].filter(Boolean).join(" · ") || "job";
 
 function worst(counts) {
   return Object.keys(RANK).sort((a, b) => RANK[b] - RANK[a]).find((s) => counts[s]) || "info";
@@ -24,20 +26,16 @@ export function findingsBadge(counts, href) {
   return href ? h("a", { ...attrs, href }, text) : h("span", attrs, text);
 }
 
-// The job header's badge: filled once the open findings are known, refreshed with ``refresh()``.
-export function jobBadge(job) {
+// The job header's badge: the open findings (those not ended) among the job's findings, kept with the marks
+// (``loadFindingMarks``), so the page asks for them once.
+export function jobBadge() {
   const slot = h("span", { class: "insight-slot" });
-  slot.refresh = async () => {
-    try {
-      const data = await api(`${jobPath(job)}/insights`, { params: { status: "open" } });
-      const counts = { open: data.open };
-      for (const f of data.findings) counts[f.severity] = (counts[f.severity] || 0) + 1;
-      clear(slot).append(findingsBadge(counts, "#insights"));
-    } catch {
-      clear(slot);
-    }
-  };
-  slot.refresh();
+  onFindingMarks((findings) => {
+    const open = findings.filter((f) => f.ended == null);
+    const counts = { open: open.length };
+    for (const f of open) counts[f.severity] = (counts[f.severity] || 0) + 1;
+    clear(slot).append(findingsBadge(counts, "#insights"));
+  });
   return slot;
 }
 
@@ -91,8 +89,8 @@ function severityColor(severity, opacity) {
 
 // What a finding's hover names (as Plotly's hover markup: the names the senders chose are escaped).
 export function findingLabel(f) {
-  const where = [f.worker, f.device !== "" ? `GPU ${f.device}` : ""].filter(Boolean).join(" · ") || "job";
-  const text = `${TITLES[f.kind] || f.kind}${f.signal ? ` (${f.signal})` : ""} · ${where}`;
+  const where = findingWhere(f);
+  const text = `${findingTitle(f)}${f.signal ? ` (${f.signal})` : ""} · ${where}`;
   return text.replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);
 }
 
@@ -136,11 +134,11 @@ function evidenceText(evidence) {
 }
 
 function findingRow(f, onSelect) {
-  const where = [f.worker, f.device !== "" ? `GPU ${f.device}` : ""].filter(Boolean).join(" · ") || "job";
+  const where = findingWhere(f);
   const span = f.ended ? duration(f.ended - f.started) : `${duration(Date.now() - f.started)}+`;
   return h("tr", { class: "clickable", title: "Show this time on the charts", onclick: () => onSelect(f.started) },
     h("td", {}, h("span", { class: `insight-badge insight-${f.severity}` }, f.severity)),
-    h("td", {}, TITLES[f.kind] || f.kind, f.signal ? h("div", { class: "id" }, f.signal) : null),
+    h("td", {}, findingTitle(f), f.signal ? h("div", { class: "id" }, f.signal) : null),
     h("td", { class: "mono" }, where),
     h("td", { title: fullTime(f.started) }, dateTime(f.started)),
     h("td", {}, f.ended ? h("span", { title: fullTime(f.ended) }, `resolved · ${span}`) : h("b", {}, `open · ${span}`)),
@@ -228,7 +226,7 @@ export function projectStrip() {
       const [waste, open] = await Promise.all([api(`${path}/waste`), api(path, { params: { status: "open", limit: 5 } })]);
       const findings = open.findings.map((f) => h("a", { class: `insight-badge insight-${f.severity}`,
         href: `/jobs/${encodeURIComponent(f.job)}#insights`, title: evidenceText(f.evidence) },
-      `${f.job}: ${TITLES[f.kind] || f.kind}`));
+      `${f.job}: ${findingTitle(f)}`));
       clear(strip).append(h("span", { class: "muted" }, `Last 7 days: ${num(waste.idle_gpu_hours)} GPU-h idle, ` +
         `${num(waste.underused_gpu_hours)} GPU-h underused of ${num(waste.gpu_hours)}`),
       ...(findings.length ? [" · open findings: ", ...findings] : [h("span", { class: "muted" }, " · no open findings")]));

@@ -34,7 +34,7 @@ function header(job) {
       h("a", { href: `/?project=${encodeURIComponent(job.project)}` }, job.project), "/", h("span", {}, job.job)),
     h("div", { class: "page-head", style: { marginTop: "8px" } },
       h("div", { class: "title" },
-        h("h1", {}, h("span", {}, job.name || job.job), els.badge = badge(job.status), els.insights = jobBadge(job.job)),
+        h("h1", {}, h("span", {}, job.name || job.job), els.badge = badge(job.status), jobBadge()),
         h("div", { class: "sub" }, h("span", { class: "mono" }, job.job), " · ", job.project,
           (job.tags || []).length ? [" · ", job.tags.map((t) => [h("span", { class: "tag" }, t), " "])] : null)),
       h("div", { class: "actions" },
@@ -329,7 +329,7 @@ async function main() {
     if (job.status === "running" || wasRunning) {
       view.refresh();
       if (ticks % 3 === 0) system.refresh();
-      if (ticks % 6 === 0) { els.insights.refresh(); loadFindingMarks(JOB); }
+      if (ticks % 6 === 0) loadFindingMarks(JOB);
       const next = await api(`${jobPath(JOB)}/scalars`).catch(() => null);
       if (next && metrics.el.addMetrics) metrics.el.addMetrics(next.metrics);
       else if (next && next.metrics.length) {
