@@ -44,6 +44,7 @@ from typing import Any
 from jobpulse.agent.base import Sample
 from jobpulse.agent.nvidia_devices import Target, discover_gpus, nvml_uuid, select_devices
 from jobpulse.agent.nvidia_gpm import Gpm, gpm_readers
+from jobpulse.agent.nvidia_throttle import CALLS as THROTTLE_CALLS
 from jobpulse.agent.nvidia_throttle import throttle_samples
 
 log = logging.getLogger("jobpulse.agent")
@@ -153,15 +154,22 @@ class NvidiaCollector:
             names.append(str(text).strip() if text else "NVIDIA GPU")
         return names
 
+    def _call_first(self, label: str, names: tuple[str, ...], *args: Any) -> Any:
+        """``_call`` of the first of ``names`` that NVML has: the next is tried only where one is unsupported (a
+        failure of this sample is answered None: the next would fail the same way)."""
+        for name in names:
+            if (label, name) in self._unsupported:
+                continue
+            value = self._call(label, name, *args)
+            if (label, name) not in self._unsupported:
+                return value
+        return None
+
     def _temperature(self, t: Target) -> Any:
         sensor = getattr(self.nvml, "NVML_TEMPERATURE_GPU", 0)
-        name = "nvmlDeviceGetTemperature"
-        if (t.label, name) not in self._unsupported:
-            value = self._call(t.label, name, t.handle, sensor)
-            if (t.label, name) not in self._unsupported:
-                return value
         # Drivers that dropped the old entry point have the versioned one.
-        return self._call(t.label, "nvmlDeviceGetTemperatureV", t.handle, sensor)
+        names = ("nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV")
+        return self._call_first(t.label, names, t.handle, sensor)
 
     def _memory(self, t: Target) -> Any:
         """Memory info, v2 (``used`` without the driver's reserve, as nvidia-smi shows) where the
@@ -254,7 +262,7 @@ class NvidiaCollector:
             clock = self._call(label, "nvmlDeviceGetClockInfo", h, getattr(nvml, "NVML_CLOCK_SM", 1))
             if clock is not None:
                 out.append(Sample("gpu_sm_clock_mhz", label, float(clock)))
-            out.extend(throttle_samples(self._call, self._unsupported, label, t.gpu.handle))
+            out.extend(throttle_samples(label, self._call_first(label + "/gpu", THROTTLE_CALLS, t.gpu.handle)))
             if read_ecc:
                 volatile = getattr(nvml, "NVML_VOLATILE_ECC", 0)
                 for kind, metric in ((0, "gpu_ecc_corrected"), (1, "gpu_ecc_uncorrected")):

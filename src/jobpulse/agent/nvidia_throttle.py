@@ -18,7 +18,6 @@ clocks, sync boost, display clock) are not throttling and are not sent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from jobpulse.agent.base import Sample
@@ -35,23 +34,14 @@ POWER = SW_POWER_CAP | HW_POWER_BRAKE_SLOWDOWN
 # The current name of the call first; a pynvml or a driver without it has the older one.
 CALLS = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
 
-# (label, NVML function name, *args) -> the call's answer, or None when it failed or is not supported (and is
-# then not tried again): ``NvidiaCollector._call``.
-Call = Callable[..., Any]
 
-
-def throttle_samples(call: Call, unsupported: set[tuple[str, str]], label: str, gpu_handle: Any) -> list[Sample]:
-    """``gpu_throttle_thermal`` and ``gpu_throttle_power`` of the device ``label`` (its GPU's ``gpu_handle``),
-    or nothing where NVML has no clock event reasons for it."""
-    key = label + "/gpu"
-    for name in CALLS:
-        reasons = call(key, name, gpu_handle)
-        if reasons is not None:
-            mask = int(reasons)
-            return [
-                Sample("gpu_throttle_thermal", label, 1.0 if mask & THERMAL else 0.0),
-                Sample("gpu_throttle_power", label, 1.0 if mask & POWER else 0.0),
-            ]
-        if (key, name) not in unsupported:
-            return []  # a failure of this sample (not "unsupported"): the older call would fail the same way
-    return []
+def throttle_samples(label: str, reasons: Any) -> list[Sample]:
+    """``gpu_throttle_thermal`` and ``gpu_throttle_power`` of the device ``label`` from its GPU's clock event
+    reasons (the answer of the first of ``CALLS`` NVML has), or nothing where there were none."""
+    if reasons is None:
+        return []
+    mask = int(reasons)
+    return [
+        Sample("gpu_throttle_thermal", label, 1.0 if mask & THERMAL else 0.0),
+        Sample("gpu_throttle_power", label, 1.0 if mask & POWER else 0.0),
+    ]
