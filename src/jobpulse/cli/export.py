@@ -16,7 +16,7 @@ import orjson
 
 from ..client import Client
 from .format import NONFINITE, key_name, number, when
-from .jobs import job_path
+from .options import job_path
 
 FORMATS = ("csv", "jsonl", "parquet")
 FIELDS = ("metric", "variant", "iter", "ts", "value")

@@ -9,7 +9,7 @@ from typing import Any
 from ..client import Client
 from ..sdk.env import default_project
 from .format import duration, json_text, number, table, when
-from .options import connect, read_options
+from .options import connect, job_path, read_options
 
 STATUSES = ("open", "resolved", "all")
 WEBHOOK_ACTIONS = ("list", "add", "delete", "test")
@@ -49,10 +49,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=FORMATS, default="json", help="with 'webhooks add': json (default) or slack")
     read_options(p)
     p.set_defaults(func=cmd_insights)
-
-
-def _path(job: str) -> str:
-    return f"/jp/v1/jobs/{urllib.parse.quote(job, safe='')}/insights"
 
 
 def findings_table(findings: list[dict[str, Any]]) -> str:
@@ -99,9 +95,9 @@ def cmd_insights(args: argparse.Namespace) -> int:
         waste = _project_waste(client, args.project) if args.waste else None
     else:
         if args.evaluate:
-            client.request("POST", _path(args.job) + "/evaluate")
-        found = client.get(_path(args.job), status=args.status)
-        waste = client.get(_path(args.job) + "/waste") if args.waste else None
+            client.request("POST", job_path(args.job) + "/insights/evaluate")
+        found = client.get(job_path(args.job) + "/insights", status=args.status)
+        waste = client.get(job_path(args.job) + "/insights/waste") if args.waste else None
     findings = found["findings"]
     if args.json:
         print(json_text({"findings": findings, **({"waste": waste} if waste is not None else {})}))

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import time
-import urllib.parse
 from collections import Counter
 from typing import Any
 
 from ..client import Client
 from .format import duration, job_times, json_text, key_name, number, table, when
 from .insights import findings_table
-from .options import connect, read_options
+from .options import connect, job_path, read_options
 
 STATUSES = ("created", "running", "completed", "failed", "stopped")
 PAGE = 1000  # the most jobs the API answers at once
@@ -58,10 +57,6 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
     return value
-
-
-def job_path(job: str) -> str:
-    return f"/jp/v1/jobs/{urllib.parse.quote(job, safe='')}"
 
 
 def list_jobs(client: Client, args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -13,8 +13,7 @@ import orjson
 
 from ..client import ApiError, Client, Stream
 from .format import since_ms, when
-from .jobs import job_path
-from .options import color, connect, read_options
+from .options import color, connect, job_path, read_options
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
 ENDED = ("completed", "failed", "stopped")

@@ -20,8 +20,8 @@ from typing import Any
 from ..client import Client
 from .export import FORMATS, PointWriter, open_output, write_points
 from .format import json_text, key_name, number, table, when
-from .jobs import job_path, latest_values
-from .options import client_options, connect, read_options
+from .jobs import latest_values
+from .options import client_options, connect, job_path, read_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:

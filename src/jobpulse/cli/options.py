@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import urllib.parse
 
 from ..client import Client
 from ..credentials import load_credentials
@@ -34,3 +35,8 @@ def color(text: str, code: str, stream: object = None) -> str:
     if os.environ.get("NO_COLOR") or not getattr(out, "isatty", lambda: False)():
         return text
     return f"\033[{code}m{text}\033[0m"
+
+
+def job_path(job: str) -> str:
+    """The API path of ``job``."""
+    return f"/jp/v1/jobs/{urllib.parse.quote(job, safe='')}"
