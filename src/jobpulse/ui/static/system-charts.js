@@ -5,7 +5,7 @@ import { clear, h, isVisible, whenVisible } from "./dom.js";
 import { natural } from "./format.js";
 import { findingTraces } from "./insights.js";
 import { alpha, color, CONFIG, followTheme, fromPlotTime, loadPlotly, toPlotTime } from "./plot.js";
-import { metricInfo, titleWithUnit } from "./system-metrics.js";
+import { infoTitle, metricInfo, titleWithUnit } from "./system-metrics.js";
 
 export const HEAT_CELLS = 150000;
 const LINE_CELLS = 60000;
@@ -140,10 +140,10 @@ export class HeatMap extends Plotted {
     this.plot.dataset.metric = this.metric;
     this.plot.dataset.rows = String(n);
     if (!performance.getEntriesByName("jp-heatmap").length) performance.mark("jp-heatmap");
-    this.showOutliers(rows, z, y);
+    this.showOutliers(rows, z, y, unit);
   }
 
-  showOutliers(rows, z, y) {
+  showOutliers(rows, z, y, unit) {
     const means = z.map((row) => {
       const values = row.filter((v) => v !== null);
       return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
@@ -154,7 +154,6 @@ export class HeatMap extends Plotted {
     const median = known[Math.floor(known.length / 2)];
     const deviations = known.map((v) => Math.abs(v - median)).sort((a, b) => a - b);
     const mad = deviations[Math.floor(deviations.length / 2)] || 0;
-    const unit = metricInfo(this.metric, topOf(rows));
     const shown = (v) => unit.fmt(v / unit.factor);
     const flagged = means.map((v, i) => ({ v, i }))
       .filter(({ v }) => v !== null && Math.abs(v - median) > Math.max(4 * 1.4826 * mad, 0.15 * Math.abs(median)))
@@ -225,7 +224,7 @@ export class SystemChart extends Plotted {
     series.sort((a, b) => natural(a.worker, b.worker) || natural(a.device, b.device));
     if (!series.length) { this.state("No samples in this range."); return; }
     const unit = metricInfo(this.metric, topOf(series));
-    this.title.textContent = titleWithUnit(this.metric, topOf(series));
+    this.title.textContent = infoTitle(unit);
     const scale = (v) => scaled(v, unit);
     const step = this.data.step_ms;
     const at = (t) => toPlotTime(t + step / 2);

@@ -135,6 +135,10 @@ export function metricInfo(metric, top = 0) {
 
 // "GPU memory used (GiB)": the title with the unit the chart shows.
 export function titleWithUnit(metric, top = 0) {
-  const info = metricInfo(metric, top);
+  return infoTitle(metricInfo(metric, top));
+}
+
+// The title of a metric's ``metricInfo``, with its unit.
+export function infoTitle(info) {
   return info.unit ? `${info.title} (${info.unit})` : info.title;
 }
