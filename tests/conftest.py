@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from helpers import fresh_database
+from helpers import CHROMIUM, CHROMIUM_ARGS, fresh_database
 from jobpulse.server import create_app
 from jobpulse.settings import Settings
 from jobpulse.store import Store
@@ -117,3 +119,23 @@ def server() -> Iterator[ServerProcess]:
     """One real ``jobpulse server`` process for the end-to-end tests of the session."""
     with running_server() as process:
         yield process
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for every browser test of the session (tests/ui, tests/insights)."""
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Playwright for Python is not installed (pip install playwright)")
+    playwright = sync_playwright().start()
+    try:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    except Exception as exc:  # a broken or missing browser binary
+        playwright.stop()
+        pytest.skip(f"Chromium does not start: {exc}")
+    yield chromium
+    chromium.close()
+    playwright.stop()

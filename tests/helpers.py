@@ -164,3 +164,17 @@ _databases = itertools.count()
 def fresh_database() -> str:
     """A database name no other test of this process uses."""
     return f"t{os.getpid()}_{next(_databases)}"
+
+
+# Debian's Chromium, which the browser tests drive through Playwright, and its flags.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]

@@ -26,7 +26,7 @@ class Remote:
 
 
 @pytest.fixture(scope="module")
-def page(server) -> Iterator[Any]:  # noqa: ANN001
+def page(browser, server) -> Iterator[Any]:  # noqa: ANN001
     """A signed-in page on the session's server, with a job whose GPU has been idle for 20 minutes, evaluated."""
     remote = Remote(server)
     util = lambda w, d: piecewise(90.0, (10, 30, 0.0)) if (w, d) == ("worker-0", "1") else constant(90.0)  # noqa: E731
@@ -35,7 +35,7 @@ def page(server) -> Iterator[Any]:  # noqa: ANN001
     builder.project = PROJECT
     builder.send(remote)
     assert remote.post(f"/jp/v1/jobs/{JOB}/insights/evaluate", params={"at": builder.at(29.5)}).status_code == 200
-    with signed_in_page(server) as tab:
+    with signed_in_page(browser, server) as tab:
         yield tab
 
 

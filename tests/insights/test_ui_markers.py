@@ -68,8 +68,8 @@ def marked(server) -> dict[str, Any]:  # noqa: ANN001
 
 
 @pytest.fixture(scope="module")
-def page(server, marked) -> Iterator[Any]:  # noqa: ANN001
-    with signed_in_page(server) as tab:
+def page(browser, server, marked) -> Iterator[Any]:  # noqa: ANN001
+    with signed_in_page(browser, server) as tab:
         yield tab
 
 

@@ -18,7 +18,7 @@ JOB = "ui-hooked"
 
 
 @pytest.fixture(scope="module")
-def page(server) -> Iterator[Any]:  # noqa: ANN001
+def page(browser, server) -> Iterator[Any]:  # noqa: ANN001
     """A signed-in page on the session's server, which holds a job of the project."""
     headers = {"Authorization": f"Bearer {server.api_key}"}
 
@@ -29,7 +29,7 @@ def page(server) -> Iterator[Any]:  # noqa: ANN001
     builder = healthy(JOB, (0, 5), workers=1, util=lambda _w, _d: constant(90.0), logs=False, origin=recent(5))
     builder.project = PROJECT
     builder.send(Remote())
-    with signed_in_page(server) as tab:
+    with signed_in_page(browser, server) as tab:
         tab.on("dialog", lambda dialog: dialog.accept())  # "Delete the webhook …?"
         yield tab
 

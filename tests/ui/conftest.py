@@ -6,7 +6,6 @@ either they skip with the reason.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from uitools import CHROMIUM, CHROMIUM_ARGS, DEMO, SECOND, call, error_checked, wait_for  # noqa: E402
+from uitools import DEMO, SECOND, call, error_checked, wait_for  # noqa: E402
 
 from jobpulse.client import Client  # noqa: E402
 from jobpulse.credentials import Credentials  # noqa: E402
@@ -42,25 +41,6 @@ def ui_server() -> Iterator[ServerProcess]:
         wait_for(lambda: _demo_loaded(server, DEMO), 120, "the demo job to load")
         load_demo(Client(Credentials(server.url, server.api_key)), job=SECOND)
         yield server
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright for Python is not installed (pip install playwright)")
-    playwright = sync_playwright().start()
-    try:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-    except Exception as exc:  # a broken or missing browser binary
-        playwright.stop()
-        pytest.skip(f"Chromium does not start: {exc}")
-    yield chromium
-    chromium.close()
-    playwright.stop()
 
 
 @pytest.fixture(scope="session")

@@ -12,19 +12,9 @@ from typing import Any
 
 import orjson
 
+from helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402,F401 - the browser tests' binary and flags
 from jobpulse.testing import ServerProcess
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "ui"
 DEMO = "demo-resnet50"
 SECOND = "demo-2"
