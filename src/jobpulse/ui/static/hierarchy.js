@@ -46,6 +46,20 @@ export function members(node) {
   return [...(node.worker ? [node.worker.worker] : []), ...node.ranks.map((w) => w.worker)];
 }
 
+// Each node that has any of the workers in ``present`` (a Set of names), with those of its members (its own and its
+// ranks'), and the set of every worker so placed: ``{ groups: [{ node, names }], placed }``.
+export function nodeGroups(tree, present) {
+  const groups = [];
+  const placed = new Set();
+  for (const node of tree.nodes) {
+    const names = members(node).filter((w) => present.has(w));
+    if (!names.length) continue;
+    names.forEach((w) => placed.add(w));
+    groups.push({ node, names });
+  }
+  return { groups, placed };
+}
+
 // The tree's rows in display order: each node, then its ranks (depth 1), then the lone processes.
 export function rows(tree) {
   const out = [];

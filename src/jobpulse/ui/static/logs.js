@@ -3,7 +3,7 @@
 import { api, jobPath, query } from "./api.js";
 import { debounce, h } from "./dom.js";
 import { badge, bytes, fullTime, num } from "./format.js";
-import { hierarchy, members, shapeText } from "./hierarchy.js";
+import { hierarchy, nodeGroups, shapeText } from "./hierarchy.js";
 import { LogView } from "./logview.js";
 import { app, banner, boot, done, errorState, setTitle } from "./shell.js";
 
@@ -188,13 +188,8 @@ async function main() {
 
 // Each node of the job, by name: the workers whose lines are the node's (its own and its ranks').
 function nodeSelections(tree, withLines) {
-  const logged = new Set(withLines.map((w) => w.worker));
-  const out = new Map();
-  for (const node of tree.nodes) {
-    const names = members(node).filter((w) => logged.has(w));
-    if (names.length) out.set(node.name, names);
-  }
-  return out;
+  const { groups } = nodeGroups(tree, new Set(withLines.map((w) => w.worker)));
+  return new Map(groups.map(({ node, names }) => [node.name, names]));
 }
 
 function workerOption(worker, lines, text = worker) {
@@ -205,18 +200,15 @@ function workerOption(worker, lines, text = worker) {
 // workers of no node.
 function workerGroups(tree, withLines) {
   const lines = new Map(withLines.map((w) => [w.worker, w.lines]));
-  const placed = new Set();
+  const { groups: found, placed } = nodeGroups(tree, new Set(lines.keys()));
   const groups = [];
-  for (const node of tree.nodes) {
-    const names = members(node).filter((w) => lines.has(w));
-    if (!names.length) continue;
+  for (const { node, names } of found) {
     const total = names.reduce((sum, w) => sum + lines.get(w), 0);
     const ranks = node.ranks.filter((w) => lines.has(w.worker));
     groups.push(h("optgroup", { label: node.name },
       h("option", { value: `node:${node.name}` }, `${node.name} · node and its ${ranks.length} rank${ranks.length === 1 ? "" : "s"} · ${num(total)} lines`),
       node.worker && lines.has(node.name) ? workerOption(node.name, lines.get(node.name), `${node.name} · node only`) : null,
       ranks.map((w) => workerOption(w.worker, lines.get(w.worker), w.rank == null ? w.worker : `${w.worker} · rank ${w.rank}`))));
-    for (const w of names) placed.add(w);
   }
   const rest = withLines.filter((w) => !placed.has(w.worker)).map((w) => workerOption(w.worker, w.lines));
   return [...groups, ...rest];

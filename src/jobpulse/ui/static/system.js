@@ -4,7 +4,7 @@
 import { api, jobPath } from "./api.js";
 import { clear, h, isVisible } from "./dom.js";
 import { fullTime, natural } from "./format.js";
-import { hierarchy, members } from "./hierarchy.js";
+import { hierarchy, nodeGroups } from "./hierarchy.js";
 import { findingAxis, findingShapes } from "./insights.js";
 import { baseLayout, fromPlotTime, markerShape, toPlotTime } from "./plot.js";
 import { HEAT_CELLS, HeatMap, SystemChart } from "./system-charts.js";
@@ -136,13 +136,9 @@ export class SystemPanel {
   // A choice per node that has samples (its own, or its ranks' where they sample themselves: then a group with
   // the whole node and each of them), then the workers of no node.
   nodeChoices(tree) {
-    const sampled = new Set(this.workers);
-    const placed = new Set();
+    const { groups, placed } = nodeGroups(tree, new Set(this.workers));
     const choices = [];
-    for (const node of tree.nodes) {
-      const names = members(node).filter((w) => sampled.has(w));
-      if (!names.length) continue;
-      names.forEach((w) => placed.add(w));
+    for (const { node, names } of groups) {
       const ranks = node.ranks.length ? ` · ${node.ranks.length} rank${node.ranks.length === 1 ? "" : "s"}` : "";
       const whole = h("option", { value: names.join(",") }, `${node.name}${ranks}`);
       choices.push(names.length === 1 ? whole : h("optgroup", { label: node.name }, whole,
