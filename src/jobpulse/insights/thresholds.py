@@ -88,16 +88,15 @@ def effective(overrides: dict[str, Any] | None) -> dict[str, Any]:
     return {**DEFAULTS, **{k: v for k, v in (overrides or {}).items() if k in _BY_NAME}}
 
 
-def check(changes: Any) -> dict[str, Any]:
-    """``changes`` if every entry names a threshold and holds a value it allows; BadRequest naming it otherwise."""
-    if not isinstance(changes, dict):
-        raise BadRequest("body must be a JSON object of thresholds", field="body")
+def check(changes: dict[str, Any]) -> dict[str, Any]:
+    """``changes`` if every entry names a threshold and holds a value it allows or None (which restores its
+    default); BadRequest naming it otherwise."""
     out: dict[str, Any] = {}
     for name, value in changes.items():
         threshold = _BY_NAME.get(name)
         if threshold is None:
             raise BadRequest(f"unknown threshold {name!r}; known: {', '.join(_BY_NAME)}", field=name)
-        out[name] = _checked(threshold, value)
+        out[name] = None if value is None else _checked(threshold, value)
     return out
 
 

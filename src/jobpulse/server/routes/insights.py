@@ -134,12 +134,8 @@ async def put_thresholds(request: Request, project: str, key: ApiKey = Depends(c
         raise BadRequest("body must be a JSON object of thresholds", field="body")
     config = context(request).store.insight_config
     current = (await run_in_threadpool(config.thresholds, [project])).get(project, {})
-    restored = {name for name, value in body.items() if value is None}
-    changes = limits.check({name: value for name, value in body.items() if value is not None})
-    unknown = sorted(restored - set(limits.DEFAULTS))
-    if unknown:
-        raise BadRequest(f"unknown threshold {unknown[0]!r}; known: {', '.join(limits.DEFAULTS)}", field=unknown[0])
-    merged = {name: value for name, value in {**current, **changes}.items() if name not in restored}
+    changes = limits.check(body)
+    merged = {name: value for name, value in {**current, **changes}.items() if value is not None}
     await run_in_threadpool(config.set_thresholds, project, merged)
     return JSON({"project": project, "thresholds": limits.effective(merged), "changed": merged})
 
