@@ -271,7 +271,8 @@ async function main() {
   }
   const factsSlot = h("div", {}, facts(job, workers, null));
   const metrics = { label: "Metrics", count: catalog.metrics.length, el: metricsPanel(catalog) };
-  system = new SystemPanel({ job: JOB, marker: at,
+  let latestWorkers = workers; // as the poll last read them (``workers`` stays the page's first read)
+  system = new SystemPanel({ job: JOB, workers: () => latestWorkers, marker: at,
     onTimeClick: (ms) => view.onTimeClick && view.onTimeClick(ms) });
   if (at) {
     system.range = view.range;
@@ -323,6 +324,7 @@ async function main() {
     }
     const wasRunning = job.status === "running";
     job = fresh.job;
+    latestWorkers = fresh.workers;
     els.badge.replaceWith(els.badge = badge(job.status));
     els.error.replaceChildren(...[errorBox(job)].filter(Boolean));
     els.duration.textContent = duration(jobDuration(effective(job, workers)));

@@ -32,8 +32,10 @@ export function timeView(start, end, step) {
 }
 
 export class SystemPanel {
-  constructor({ job, marker = null, onTimeClick = null }) {
+  // ``workers``: a function answering the job's registered workers as its page last read them.
+  constructor({ job, workers, marker = null, onTimeClick = null }) {
     this.job = job;
+    this.workersOf = workers;
     let heatDrawn;
     // Line charts wait for the heat map, so it is not slowed down by requests below the fold.
     this.heatReady = new Promise((resolve) => { heatDrawn = resolve; });
@@ -53,15 +55,14 @@ export class SystemPanel {
     this.loaded = true;
     clear(this.el).append(h("div", { class: "card notice" }, "Loading system metrics…"));
     let catalog;
-    let registered;
     try {
-      [catalog, { workers: registered }] = await Promise.all([api(`${jobPath(this.job)}/system`), api(jobPath(this.job))]);
+      catalog = await api(`${jobPath(this.job)}/system`);
     } catch (error) {
       this.loaded = false;
       clear(this.el).append(h("div", { class: "card notice error-message" }, error.message));
       return;
     }
-    this.build(catalog, registered);
+    this.build(catalog, this.workersOf());
   }
 
   build(catalog, registered = []) {
