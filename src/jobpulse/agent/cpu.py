@@ -8,7 +8,8 @@ Three sources, one class each:
   (nanoseconds) and ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` (quota -1 is none). Without a
   quota the limit is the cgroup's cpuset size, else the CPUs this process may use.
 - ``ProcessTreeCpu``: a process and its descendants (``jobpulse run``), summing utime, stime and
-  the times of waited-for children from ``/proc/<pid>/stat`` over the tree.
+  the times of waited-for children from ``/proc/<pid>/stat`` over the tree; a member's time is counted once,
+  also when its parent waits for it (``procs.TreeGrowth``).
 - ``HostCpu``: the whole machine, from the ``cpu`` line of ``/proc/stat``.
 
 Usage is a counter, so the first sample gives no ``cpu_cores``/``cpu_util``.
@@ -35,7 +36,7 @@ from jobpulse.agent.base import (
     read_text,
 )
 from jobpulse.agent.cgroup import Cgroup
-from jobpulse.agent.procs import CLOCK_TICKS, ProcessTree
+from jobpulse.agent.procs import CLOCK_TICKS, ProcessTree, TreeGrowth
 
 
 def _samples(cores: float | None, limit: float | None) -> list[Sample]:
@@ -159,16 +160,17 @@ class ProcessTreeCpu:
         self.tree = tree
         self.iowait = HostIowait(tree.proc)
         self.limit = limit_cores if limit_cores is not None else float(host_cpu_count())
-        self._rates = CounterRates(new_from_zero=True)
+        self._growth = TreeGrowth()
 
     def collect(self, now: float) -> list[Sample]:
         members = self.tree.snapshot(now)
         iowait = self.iowait.collect(now)
         if not members:
-            self._rates.reset()
+            self._growth.reset()
             return iowait
-        counters = {(st.pid, st.starttime): st.cpu_ticks / CLOCK_TICKS for st in members.values()}
-        return _samples(self._rates.update(now, counters), self.limit) + iowait
+        readings = {(st.pid, st.starttime): (st.ppid, (st.cpu_ticks / CLOCK_TICKS,)) for st in members.values()}
+        cores = self._growth.rates(now, readings)
+        return _samples(cores[0] if cores else None, self.limit) + iowait
 
 
 class HostCpu:

@@ -6,7 +6,8 @@ Sources:
   device); v1 ``blkio.throttle.io_service_bytes_recursive`` (or the non-recursive or BFQ/CFQ
   variants, whichever the kernel fills), lines ``MAJ:MIN Read N`` / ``MAJ:MIN Write N``.
 - ``ProcessTreeDisk``: ``read_bytes``/``write_bytes`` of ``/proc/<pid>/io`` summed over a process
-  tree (the bytes that reached or will reach the block layer, not page-cache hits).
+  tree (the bytes that reached or will reach the block layer, not page-cache hits); the kernel adds a reaped
+  child's bytes to its parent's, counted once (``procs.TreeGrowth``).
 - ``HostDisk``: ``/proc/diskstats`` sectors read/written (512 bytes each) over whole disks only:
   partitions, loop, RAM, zram, device-mapper and md devices are left out so that no byte is
   counted twice.
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from jobpulse.agent.base import CounterRates, Sample, read_text
 from jobpulse.agent.cgroup import Cgroup
-from jobpulse.agent.procs import ProcessTree
+from jobpulse.agent.procs import ProcessTree, TreeGrowth
 
 V1_FILES = (
     "blkio.throttle.io_service_bytes_recursive",
@@ -121,12 +122,11 @@ class CgroupDisk:
 class ProcessTreeDisk:
     def __init__(self, tree: ProcessTree) -> None:
         self.tree = tree
-        self._read = CounterRates(new_from_zero=True)
-        self._write = CounterRates(new_from_zero=True)
+        self._growth = TreeGrowth()
 
     def collect(self, now: float) -> list[Sample]:
         members = self.tree.snapshot(now)
-        counters: dict[tuple[int, int], tuple[int, int]] = {}
+        readings: dict[tuple[int, int], tuple[int, tuple[float, float]]] = {}
         for st in members.values():
             text = read_text(self.tree.proc / str(st.pid) / "io")
             if text is None:
@@ -138,10 +138,11 @@ class ProcessTreeDisk:
                     with contextlib.suppress(ValueError):
                         values[key] = int(val)
             if len(values) == 2:
-                counters[(st.pid, st.starttime)] = (values["read_bytes"], values["write_bytes"])
-        if not counters:
+                readings[(st.pid, st.starttime)] = (st.ppid, (values["read_bytes"], values["write_bytes"]))
+        rates = self._growth.rates(now, readings)
+        if not rates:
             return []
-        return _rates(self._read, self._write, now, counters)
+        return [Sample("disk_read_Bps", "", rates[0]), Sample("disk_write_Bps", "", rates[1])]
 
 
 def is_whole_disk(name: str, sys_root: Path) -> bool:
