@@ -1,5 +1,5 @@
-"""``gpu_throttle_thermal`` and ``gpu_throttle_power``: NVML's current clock event reasons (throttle reasons
-before driver 535), over the recorded ``nvidia-smi -q`` reports of the fake NVML."""
+"""``gpu_throttle_thermal``, ``gpu_throttle_power`` and ``gpu_power_capped``: NVML's current clock event reasons
+(throttle reasons before driver 535), over the recorded ``nvidia-smi -q`` reports of the fake NVML."""
 
 from typing import Any
 
@@ -49,18 +49,25 @@ class ReasonsNvml(FakeNvml):
         return sum(bit for key, bit in BITS.items() if recorded.get(key) == "Active")
 
 
-def flags(collector: NvidiaCollector) -> dict[str, tuple[float, float]]:
+def readings(collector: NvidiaCollector) -> dict[str, dict[str, float]]:
     values: dict[str, dict[str, float]] = {}
     for s in collector.collect(0.0):
         values.setdefault(s.device, {})[s.metric] = s.value
+    return values
+
+
+def flags(collector: NvidiaCollector) -> dict[str, tuple[float, float]]:
     return {
-        d: (v["gpu_throttle_thermal"], v["gpu_throttle_power"]) for d, v in values.items() if "gpu_throttle_power" in v
+        d: (v["gpu_throttle_thermal"], v["gpu_throttle_power"])
+        for d, v in readings(collector).items()
+        if "gpu_throttle_power" in v
     }
 
 
-def test_the_recorded_sw_power_cap_is_power_throttling():
+def test_the_recorded_sw_power_cap_under_full_load_is_capped_not_throttled():
     nvml = ReasonsNvml((DATA / "nvidia_smi_q_h100_driver580.txt").read_text())
-    assert flags(NvidiaCollector(nvml, env={})) == {"0": (0.0, 1.0)}
+    values = readings(NvidiaCollector(nvml, env={}))["0"]
+    assert (values["gpu_throttle_thermal"], values["gpu_throttle_power"], values["gpu_power_capped"]) == (0, 0, 1)
 
 
 def test_thermal_slowdown_in_software_or_hardware_is_thermal_throttling():
@@ -69,7 +76,8 @@ def test_thermal_slowdown_in_software_or_hardware_is_thermal_throttling():
     collector = NvidiaCollector(ReasonsNvml(text, reasons=reasons), env={})
     found = flags(collector)
     assert found["0"] == (0.0, 0.0)  # idle is no throttling
-    assert (found["1"], found["2"], found["3"], found["4"]) == ((1.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0))
+    # 3: hardware thermal slowdown while capped is thermal throttling only; 4: the power brake is power throttling
+    assert (found["1"], found["2"], found["3"], found["4"]) == ((1.0, 0.0), (1.0, 0.0), (1.0, 0.0), (0.0, 1.0))
     assert found["5"] == (0.0, 0.0)  # "HW Slowdown" alone says neither which cause, sync boost and display no throttle
 
 
@@ -92,7 +100,7 @@ def test_a_gpu_without_the_reasons_sends_no_flags_and_is_not_asked_again():
 def test_a_failed_reading_sends_nothing_this_time_only():
     nvml = ReasonsNvml(
         (DATA / "nvidia_smi_q_h100x8.txt").read_text(),
-        reasons={0: 0x4},
+        reasons={0: 0x80},
         fail={"nvmlDeviceGetCurrentClocksEventReasons": pynvml.NVML_ERROR_GPU_IS_LOST},
     )
     collector = NvidiaCollector(nvml, env={"CUDA_VISIBLE_DEVICES": "0"})

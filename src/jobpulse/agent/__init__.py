@@ -37,6 +37,9 @@ gpu_ecc_corrected      count     volatile corrected ECC errors
 gpu_ecc_uncorrected    count     volatile uncorrected ECC errors
 gpu_xid_errors         count     XID events since the agent started
 gpu_xid                code      XID number of the latest event, once per event
+gpu_throttle_thermal   0 or 1    clocks slowed for temperature (``nvidia_throttle``)
+gpu_throttle_power     0 or 1    clocks slowed by the hardware power brake
+gpu_power_capped       0 or 1    clocks held at the power limit (normal under full load)
 npu_util               %         AI Core utilization
 npu_mem_bytes          bytes     HBM in use (DDR on chips without HBM)
 npu_mem_total_bytes    bytes     HBM size (DDR on chips without HBM)
