@@ -73,6 +73,26 @@ def test_an_underused_job_names_an_input_bound_cause(client):
     assert found[0]["evidence"]["causes"] == ["input_bound"]
 
 
+def test_an_input_bound_phase_then_a_stall_keeps_the_cause_with_the_minutes_it_held(client):
+    """Input-bound from minute 12 (GPUs at 25%, CPUs saturated), then stalled from minute 30 (all at 0), evaluated
+    every 5 minutes as a running job is: one underused episode over both, and the cause named while the window saw
+    it stays named once the window sees only the stall."""
+    builder = healthy("phased", (0, 50), util=lambda _w, _d: piecewise(90.0, (12, 30, 25.0), (30, 50, 0.0)))
+    builder.events = [e for e in builder.events if e.get("metric") != "cpu_util"]
+    for worker in ("worker-0", "worker-1"):
+        builder.system(worker, "cpu_util", "", (0, 50), piecewise(40.0, (12, 30, 98.0), (30, 50, 1.0)), every_s=30)
+    builder.send(client)
+    for minute in range(20, 50, 5):
+        found = kinds(evaluate(client, "phased", minute + 0.5)["findings"], "underused")
+    assert len(found) == 1
+    evidence = found[0]["evidence"]
+    assert evidence["causes"] == ["input_bound"]
+    assert evidence["median_cpu_util_pct"] == 1.0  # the last window's: only the stall
+    held = evidence["cause_evidence"]["input_bound"]
+    assert held["median_pct"] == 98.0 and held["metric"] == "cpu_util"
+    assert (held["started"], held["ended"]) == (at(12), at(30))  # the saturated minutes, not when the median crossed
+
+
 def test_an_evaluation_phase_does_not_make_a_job_underused(client):
     """Every 15 minutes, 4 minutes of evaluation at 40% utilization."""
     builder = healthy("evalphase", (0, 45), util=lambda _w, _d: piecewise(90.0, (15, 19, 40.0), (30, 34, 40.0)))

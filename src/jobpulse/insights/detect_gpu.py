@@ -5,9 +5,12 @@ Definitions (minutes are per-minute means of the samples; durations from ``thres
 - **idle_gpu**: a device that reports ``gpu_util`` (the agent samples only the job's devices) averages under
   ``idle_util_pct`` for ``idle_min_s`` in a row, after the job's warm-up.
 - **underused**: the median of the per-minute utilization of all the job's devices over the last
-  ``underused_window_s`` is under ``underused_util_pct``. Causes named where the data shows them over that span:
-  ``input_bound`` (median ``cpu_util`` at or over ``input_bound_cpu_pct``), ``gpu_memory_full`` (median
-  ``gpu_mem_util`` at or over ``gpu_mem_full_pct``), ``io_wait`` (median ``cpu_iowait`` at or over ``io_wait_pct``).
+  ``underused_window_s`` is under ``underused_util_pct``. A cause is named where the data shows it in a minute the
+  job was underused, its metric's median over the same window at or over its threshold: ``input_bound``
+  (``cpu_util`` at or over ``input_bound_cpu_pct``), ``gpu_memory_full`` (``gpu_mem_util`` at or over
+  ``gpu_mem_full_pct``), ``io_wait`` (``cpu_iowait`` at or over ``io_wait_pct``). The evidence gives each cause's
+  span and median (``cause_evidence``): an episode can change character (a job input-bound for an hour, then
+  hung), and a median over the whole episode would hide a cause that held for part of it.
 - **straggler**: with two or more workers, a worker whose step rate (iterations per minute, from the highest
   iteration of the scalars it reports) or mean GPU utilization stays more than ``straggler_gap_pct`` below the
   median of the workers for ``straggler_min_s``; the evidence ranks the workers (min / median / max, the worst).
@@ -21,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .episodes import candidates, episodes
+from .episodes import Episode, candidates, episodes
 from .frames import MINUTE_MS, JobData
 from .model import Detection, mean_of, median_of, nanmedian, number, span
 from .thresholds import minutes
@@ -36,7 +39,7 @@ def idle_gpu(data: JobData, t: dict[str, Any]) -> list[Detection]:
     out = []
     for row in candidates(cond, need):
         worker, device = util.keys[row]
-        for episode in episodes(cond[row], min_len=need, clear_len=clear, final=data.final):
+        for episode in episodes(cond[row], min_len=need, clear_len=clear, final=data.final, weight=data.coverage):
             started, ended = span(data, episode)
             values = util["avg"][row, episode.first : episode.last + 1]
             evidence = {
@@ -73,29 +76,62 @@ def underused(data: JobData, t: dict[str, Any]) -> list[Detection]:
     settled = data.after(data.started + t["warmup_s"] * 1000 + (window - 1) * MINUTE_MS)
     cond = (median < t["underused_util_pct"]) & settled
     out = []
-    for episode in episodes(cond, min_len=1, clear_len=minutes(t["resolve_after_s"]), final=data.final):
+    clear = minutes(t["resolve_after_s"])
+    for episode in episodes(cond, min_len=1, clear_len=clear, final=data.final, weight=data.coverage):
         started, ended = span(data, episode, lead=window - 1)
         lo, hi = max(0, episode.first - window + 1), episode.last + 1
         evidence = {"median_util_pct": median_of(util["avg"][:, lo:hi]), "threshold_pct": t["underused_util_pct"]}
-        evidence.update(_causes(data, t, lo, hi))
+        underused_then = np.zeros_like(cond)
+        underused_then[episode.first : episode.last + 1] = cond[episode.first : episode.last + 1]
+        evidence.update(_causes(data, t, underused_then, window, (lo, hi)))
         out.append(Detection("underused", "", "warning", "", "", started, ended, evidence))
     return out
 
 
-def _causes(data: JobData, t: dict[str, Any], lo: int, hi: int) -> dict[str, Any]:
-    """What the data shows about why the GPUs wait, over minutes [lo, hi)."""
-    found: dict[str, Any] = {"causes": []}
+def _causes(
+    data: JobData, t: dict[str, Any], underused_then: np.ndarray, window: int, whole: tuple[int, int]
+) -> dict[str, Any]:
+    """What the data shows about why the GPUs wait: each metric's median over minutes ``whole`` (the episode and the
+    window before it), and each cause whose metric's rolling median held in a minute of ``underused_then``, with
+    the median over the minutes it held and their span (``cause_evidence``)."""
+    found: dict[str, Any] = {"causes": [], "cause_evidence": {}}
     for metric, threshold, cause in (
         ("cpu_util", "input_bound_cpu_pct", "input_bound"),
         ("gpu_mem_util", "gpu_mem_full_pct", "gpu_memory_full"),
         ("cpu_iowait", "io_wait_pct", "io_wait"),
     ):
         matrix = data.metric(metric)
-        value = median_of(matrix["avg"][:, lo:hi]) if matrix is not None else None
-        found[f"median_{metric}_pct"] = value
-        if value is not None and value >= t[threshold]:
-            found["causes"].append(cause)
+        found[f"median_{metric}_pct"] = median_of(matrix["avg"][:, whole[0] : whole[1]]) if matrix else None
+        if matrix is None:
+            continue
+        rolling = _rolling_median(matrix["avg"], window)
+        with np.errstate(invalid="ignore"):
+            held = underused_then & (rolling >= t[threshold])
+        if not held.any():
+            continue
+        started, ended = _saturated_span(data, matrix["avg"], t[threshold], np.flatnonzero(held), window)
+        found["causes"].append(cause)
+        found["cause_evidence"][cause] = {
+            "metric": metric,
+            "median_pct": number(np.median(rolling[held])),
+            "threshold_pct": t[threshold],
+            "started": started,
+            "ended": ended,
+        }
     return found
+
+
+def _saturated_span(
+    data: JobData, values: np.ndarray, threshold: float, held: np.ndarray, window: int
+) -> tuple[int, int | None]:
+    """The span of the minutes whose own median (over rows) was at or over ``threshold``, among those the rolling
+    medians of minutes ``held`` looked back over: when the cause began and ended, not when its median crossed."""
+    lo, hi = max(0, int(held[0]) - window + 1), int(held[-1]) + 1
+    per_minute = nanmedian(values[:, lo:hi], axis=0)
+    with np.errstate(invalid="ignore"):
+        saturated = np.flatnonzero(per_minute >= threshold) + lo
+    first, last = (int(saturated[0]), int(saturated[-1])) if saturated.size else (int(held[0]), int(held[-1]))
+    return span(data, Episode(first, last, False))
 
 
 def straggler(data: JobData, t: dict[str, Any]) -> list[Detection]:
@@ -136,7 +172,7 @@ def _stragglers(
     need, clear = minutes(t["straggler_min_s"]), minutes(t["resolve_after_s"])
     out = []
     for row in candidates(cond, need):
-        for episode in episodes(cond[row], min_len=need, clear_len=clear, final=data.final):
+        for episode in episodes(cond[row], min_len=need, clear_len=clear, final=data.final, weight=data.coverage):
             started, ended = span(data, episode)
             lo, hi = episode.first, episode.last + 1
             evidence = {"basis": signal, **_ranking(workers, values[:, lo:hi], row, t["straggler_worst"])}

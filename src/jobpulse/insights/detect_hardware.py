@@ -39,7 +39,7 @@ def hardware(data: JobData, t: dict[str, Any]) -> list[Detection]:
         matrix = data.metric(metric)
         if matrix is not None:
             cond = np.nan_to_num(matrix["max"], nan=0.0) > 0
-            out += _found(data, matrix, cond, signal, "warning", sustained, clear, metric)
+            out += _found(data, matrix, cond, signal, "warning", sustained, clear, metric, timed=True)
     for metric, signal, threshold in (
         ("gpu_mem_util", "gpu_memory", "gpu_mem_high_pct"),
         ("mem_util", "host_memory", "host_mem_high_pct"),
@@ -48,7 +48,7 @@ def hardware(data: JobData, t: dict[str, Any]) -> list[Detection]:
         if matrix is not None:
             with np.errstate(invalid="ignore"):
                 cond = matrix["avg"] > t[threshold]
-            out += _found(data, matrix, cond, signal, "warning", sustained, clear, metric)
+            out += _found(data, matrix, cond, signal, "warning", sustained, clear, metric, timed=True)
     return out
 
 
@@ -64,12 +64,23 @@ def _rising(matrix: Matrix) -> np.ndarray:
 
 
 def _found(
-    data: JobData, matrix: Matrix, cond: np.ndarray, signal: str, severity: str, need: int, clear: int, metric: str
+    data: JobData,
+    matrix: Matrix,
+    cond: np.ndarray,
+    signal: str,
+    severity: str,
+    need: int,
+    clear: int,
+    metric: str,
+    *,
+    timed: bool = False,
 ) -> list[Detection]:
+    """The detections of ``cond``; ``timed``: it must last ``need`` minutes of the job (else it opens at once)."""
     out = []
+    weight = data.coverage if timed else None
     for row in candidates(cond, need):
         worker, device = matrix.keys[row]
-        for episode in episodes(cond[row], min_len=need, clear_len=clear, final=data.final):
+        for episode in episodes(cond[row], min_len=need, clear_len=clear, final=data.final, weight=weight):
             started, ended = span(data, episode)
             lo, hi = episode.first, episode.last + 1
             evidence: dict[str, Any] = {"metric": metric, "max": max_of(matrix["max"][row, lo:hi])}

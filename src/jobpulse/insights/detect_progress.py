@@ -48,7 +48,7 @@ def hang(data: JobData, t: dict[str, Any]) -> list[Detection]:
     cond = ~steps & ~lines & np.isfinite(mean) & pinned & after
     out = []
     need, clear = minutes(t["hang_min_s"]), minutes(t["resolve_after_s"])
-    for episode in episodes(cond, min_len=need, clear_len=clear, final=data.final):
+    for episode in episodes(cond, min_len=need, clear_len=clear, final=data.final, weight=data.coverage):
         started, ended = span(data, episode)
         values = mean[episode.first : episode.last + 1]
         evidence = {
@@ -96,7 +96,7 @@ def lost_worker(data: JobData, t: dict[str, Any]) -> list[Detection]:
     need, clear = minutes(t["lost_after_s"]), minutes(t["resolve_after_s"])
     out = []
     for row in candidates(cond, need):
-        for episode in episodes(cond[row], min_len=need, clear_len=clear, final=data.final):
+        for episode in episodes(cond[row], min_len=need, clear_len=clear, final=data.final, weight=data.coverage):
             started, ended = span(data, episode)
             evidence = {
                 "silent_minutes": episode.last - episode.first + 1,

@@ -27,13 +27,17 @@ def runs(cond: np.ndarray) -> list[tuple[int, int]]:
     return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
-def episodes(cond: np.ndarray, *, min_len: int, clear_len: int, final: bool = False) -> list[Episode]:
-    """The episodes of ``cond``; with ``final`` (the job has ended) none is active."""
+def episodes(
+    cond: np.ndarray, *, min_len: int, clear_len: int, final: bool = False, weight: np.ndarray | None = None
+) -> list[Episode]:
+    """The episodes of ``cond``; with ``final`` (the job has ended) none is active. With ``weight`` (per minute, the
+    share of it that counts: ``JobData.coverage``) a run's length is the sum of its minutes' weights."""
     found: list[list[int]] = []
     for first, last in runs(cond):
+        length = last - first + 1 if weight is None else float(weight[first : last + 1].sum())
         if found and first - found[-1][1] - 1 < clear_len:
             found[-1][1] = last
-        elif last - first + 1 >= min_len:
+        elif length >= min_len - 1e-9:
             found.append([first, last])
     end = len(cond) - 1
     return [Episode(a, b, not final and end - b < clear_len) for a, b in found]

@@ -20,7 +20,7 @@ from .detect_gpu import idle_gpu, straggler, underused
 from .detect_hardware import hardware
 from .detect_progress import divergence, hang, lost_worker
 from .frames import MINUTE_MS, JobData
-from .model import Detection
+from .model import Detection, continued_evidence
 from .thresholds import effective, minutes
 
 DETECTORS: dict[str, Callable[[JobData, dict[str, Any]], list[Detection]]] = {
@@ -166,6 +166,7 @@ class Evaluator:
             was_open = found.ended is None
             if not was_open and detection.ended is not None:
                 continue  # resolved: a later window that sees only its end does not rewrite it
+            detection.evidence = continued_evidence(found.evidence, detection.evidence)
             if found.ended == detection.ended and found.evidence == detection.evidence:
                 continue
             found.ended, found.evidence, found.severity, found.updated = (

@@ -81,6 +81,15 @@ class JobData:
         found = self.system.get(name)
         return found if found is not None and found.keys else None
 
+    @property
+    def coverage(self) -> np.ndarray:
+        """Per minute, the share of it the job has run (0 to 1): 1 but for the minute it started in, the minute of
+        ``now_ms``, and minutes outside the job. Durations are measured in it, so that the few seconds of a job's
+        first or last minute count as what they are, not as a whole minute."""
+        began = np.maximum(self.times, self.started)
+        ended = np.minimum(self.times + MINUTE_MS, self.now_ms)
+        return np.clip((ended - began) / MINUTE_MS, 0.0, 1.0)
+
     def after(self, ms: int) -> np.ndarray:
         """A mask of the minutes that start at or after ``ms``."""
         return self.times >= ms - ms % MINUTE_MS

@@ -42,6 +42,20 @@ def span(data: JobData, episode: Episode, lead: int = 0) -> tuple[int, int | Non
     return started, min(ended, data.now_ms)
 
 
+def continued_evidence(before: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """The evidence of a finding that a later evaluation continues: the later one's, keeping the causes earlier
+    evaluations named that it can no longer see (a running job is evaluated over its last minutes only), each
+    cause's start the earliest seen."""
+    earlier = before.get("cause_evidence") or {}
+    if not earlier:
+        return now
+    causes = dict(earlier)
+    for cause, seen in (now.get("cause_evidence") or {}).items():
+        old = causes.get(cause)
+        causes[cause] = seen if old is None else {**seen, "started": min(old["started"], seen["started"])}
+    return {**now, "causes": list(causes), "cause_evidence": causes}
+
+
 def number(value: float | np.floating | None, digits: int = 2) -> float | None:
     """A finite value rounded for evidence; None for NaN or nothing."""
     if value is None or not np.isfinite(value):
