@@ -1,0 +1,187 @@
+"""The insight detectors on real PyTorch jobs recorded on an H100 with ``bench/gpu_insights.py``
+(``tests/agent/data/README.md``): an input-bound phase, a hang and a slowed rank are found where the runs' own phase
+log (``phases_h100_insights.json``) puts them, and nowhere else.
+
+The runs last a few minutes, so the thresholds are scaled to the shortest the table allows (as in
+``test_recorded_h100.py``). A finding's bounds are whole minutes (the detectors read per-minute summaries): each is
+checked against the whole minutes inside its phase and the minutes its phase touches, computed here from the log.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobpulse.cli import main
+from jobpulse.client import Client
+from jobpulse.credentials import Credentials
+from jobpulse.testing import running_server
+
+pytestmark = pytest.mark.e2e
+
+DATA = Path(__file__).parent.parent / "agent" / "data"
+SPOOLS = ("spool_h100_insights.tgz", "spool_h100_agent_check.tgz")
+JOBS = ("gpu-phases", "gpu-straggler", "gpu-agent-check")
+MINUTE = 60_000
+SCALED = {
+    "warmup_s": 0,
+    "resolve_after_s": 60,
+    "idle_min_s": 60,
+    "underused_window_s": 60,
+    "straggler_min_s": 60,
+    "hang_min_s": 60,
+    "spike_window_s": 180,
+    "hardware_min_s": 60,
+    "lost_after_s": 60,
+}
+
+
+@dataclass(frozen=True)
+class Phase:
+    started: int
+    ended: int
+
+    @property
+    def touched(self) -> tuple[int, int]:
+        """From the start of the minute it began in to the end of the minute it ended in."""
+        return self.started - self.started % MINUTE, self.ended - self.ended % MINUTE + MINUTE
+
+    @property
+    def whole(self) -> tuple[int, int]:
+        """The whole minutes inside it: (start of the first, end of the last)."""
+        first = self.started - self.started % MINUTE + (MINUTE if self.started % MINUTE else 0)
+        return first, self.ended - self.ended % MINUTE
+
+
+def _phases() -> dict[tuple[str, str], Phase]:
+    out = {}
+    for name in ("phases_h100_insights.json", "phases_h100_agent_check.json"):
+        for p in json.loads((DATA / name).read_text()):
+            out[(p["job"], p["phase"])] = Phase(p["started_ms"], p["ended_ms"])
+    return out
+
+
+PHASES = _phases()
+
+
+@dataclass
+class Recorded:
+    api: Client
+    default: dict[str, list[dict[str, Any]]]
+    scaled: dict[str, list[dict[str, Any]]]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    with running_server() as server:
+        for name in SPOOLS:
+            spool = tmp_path_factory.mktemp("recorded")
+            with tarfile.open(DATA / name) as archive:
+                archive.extractall(spool, filter="data")
+            argv = ["sync", "--spool-dir", str(spool / "spool"), "--url", server.url, "--api-key", server.api_key]
+            assert main([*argv, "--any-url"]) == 0
+        api = Client(Credentials(server.url, server.api_key), timeout=30)
+
+        def evaluate(job: str) -> list[dict[str, Any]]:
+            return api.request("POST", f"/jp/v1/jobs/{job}/insights/evaluate")["findings"]
+
+        default = {job: evaluate(job) for job in JOBS}
+        api.request("PUT", "/jp/v1/projects/insights-h100/insights/thresholds", json=SCALED)
+        yield Recorded(api, default, {job: evaluate(job) for job in JOBS})
+
+
+def _of(findings: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [f for f in findings if f["kind"] == kind]
+
+
+def _within(finding: dict[str, Any], phase: Phase) -> bool:
+    """The finding covers the phase's whole minutes and lies within the minutes it touches."""
+    (lo, hi), (first, last) = phase.touched, phase.whole
+    return lo <= finding["started"] <= first and last <= finding["ended"] <= hi
+
+
+def test_the_recordings_jobs_ended_as_they_did(recorded):
+    status = {job: recorded.api.request("GET", f"/jp/v1/jobs/{job}")["job"]["status"] for job in JOBS}
+    assert status == {"gpu-phases": "failed", "gpu-straggler": "completed", "gpu-agent-check": "completed"}
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_default_thresholds_find_nothing_in_runs_shorter_than_their_durations(recorded, job):
+    # gpu-phases and gpu-straggler were recorded by an agent that sent the software power cap as
+    # gpu_throttle_power (README): their power_throttle findings are that, and are left to the agent check below
+    found = [f for f in recorded.default[job] if (f["kind"], f["signal"]) != ("hardware", "power_throttle")]
+    assert found == []
+    if job == "gpu-agent-check":
+        assert recorded.default[job] == []
+
+
+def test_the_input_bound_phase_is_underused_with_its_cause_and_its_minutes(recorded):
+    (finding,) = _of(recorded.scaled["gpu-phases"], "underused")
+    phase = PHASES[("gpu-phases", "input-bound")]
+    assert finding["started"] <= phase.whole[0]
+    evidence = finding["evidence"]
+    assert evidence["causes"] == ["input_bound"]
+    cause = evidence["cause_evidence"]["input_bound"]
+    assert cause["metric"] == "cpu_util" and cause["median_pct"] >= SCALED.get("input_bound_cpu_pct", 90.0)
+    assert _within(cause, phase)
+
+
+def test_the_hang_is_found_in_the_hang_phase_only(recorded):
+    (finding,) = _of(recorded.scaled["gpu-phases"], "hang")
+    phase = PHASES[("gpu-phases", "hang")]
+    assert finding["severity"] == "critical" and finding["evidence"]["state"] == "stalled"
+    assert phase.touched[0] <= finding["started"] <= phase.whole[0]
+    assert finding["ended"] <= phase.touched[1]
+    assert finding["evidence"]["last_step"] <= phase.touched[0] + MINUTE  # the end of the last minute with a step
+
+
+def test_the_gpu_idle_while_hung_is_an_idle_gpu_and_the_input_bound_gpu_is_not(recorded):
+    (finding,) = _of(recorded.scaled["gpu-phases"], "idle_gpu")
+    phase = PHASES[("gpu-phases", "hang")]
+    assert phase.touched[0] <= finding["started"] <= phase.whole[0] and finding["ended"] <= phase.touched[1]
+    assert finding["evidence"]["max_util_pct"] == 0.0
+
+
+def test_the_slowed_rank_is_the_straggler_from_when_it_was_slowed(recorded):
+    (finding,) = _of(recorded.scaled["gpu-straggler"], "straggler")
+    phase = PHASES[("gpu-straggler", "slowed")]
+    assert (finding["worker"], finding["signal"]) == ("worker-1", "step_rate")
+    assert phase.touched[0] <= finding["started"] <= phase.whole[0] + MINUTE
+    evidence = finding["evidence"]
+    assert [w["worker"] for w in evidence["worst"]][0] == "worker-1"
+    rates = {w["worker"]: w["value"] for w in evidence["worst"]}
+    assert rates["worker-0"] > 2 * rates["worker-1"]  # rank 1 slept three of its steps' time after each step
+
+
+@pytest.mark.parametrize(("job", "kind"), [("gpu-phases", "straggler"), ("gpu-straggler", "hang")])
+def test_nothing_else_is_found(recorded, job, kind):
+    assert _of(recorded.scaled[job], kind) == []
+    assert _of(recorded.scaled["gpu-straggler"], "idle_gpu") == _of(recorded.scaled["gpu-straggler"], "underused") == []
+
+
+def _series(api: Client, job: str, metrics: str) -> dict[str, list[float]]:
+    url = f"/jp/v1/jobs/{job}/system/series"
+    answer = api.request("GET", url, params={"metric": metrics, "step": "1s", "fields": "max"})
+    return {s["metric"]: [v for v in s["max"] if v is not None] for s in answer["series"]}
+
+
+def test_sixteen_loader_workers_reaped_at_once_are_not_counted_again(recorded):
+    """gpu-agent-check's input-bound phase ran 16 DataLoader workers that the process reaped when it ended."""
+    values = _series(recorded.api, "gpu-agent-check", "cpu_cores,cpu_limit_cores")
+    assert max(values["cpu_limit_cores"]) == 16.0
+    assert max(values["cpu_cores"]) <= 16.0 * 1.05
+    assert max(values["cpu_cores"]) >= 16.0 * 0.9  # and they were counted while they ran
+
+
+def test_full_load_at_the_power_cap_is_no_hardware_finding(recorded):
+    values = _series(recorded.api, "gpu-agent-check", "gpu_power_capped,gpu_throttle_power,gpu_power_w")
+    phase = PHASES[("gpu-agent-check", "healthy")]
+    assert sum(values["gpu_power_capped"]) * 1000 >= (phase.ended - phase.started) * 0.8  # capped most of the load
+    assert max(values["gpu_power_w"]) >= 650.0 and max(values["gpu_throttle_power"]) == 0.0
+    assert _of(recorded.scaled["gpu-agent-check"], "hardware") == []
