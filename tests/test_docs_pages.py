@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from jobpulse.server.docs_pages import assets_built, install
 
 needs_assets = pytest.mark.skipif(
-    not assets_built(), reason="Swagger UI and ReDoc are not built: run python docs-assets/build.py (needs npm)"
+    not assets_built(), reason="Swagger UI and ReDoc are not built: run python web-assets/build.py (needs npm)"
 )
 
 
@@ -73,5 +73,5 @@ def test_without_built_assets_the_pages_say_how_to_build_them(tmp_path: Path) ->
     client = TestClient(app)
     for path in ("/docs", "/redoc"):
         page = client.get(path)
-        assert page.status_code == 503 and "docs-assets/build.py" in page.text and "/openapi.json" in page.text
+        assert page.status_code == 503 and "web-assets/build.py" in page.text and "/openapi.json" in page.text
     assert client.get("/docs/assets/swagger-ui-bundle.js").status_code == 404

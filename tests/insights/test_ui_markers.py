@@ -17,24 +17,15 @@ pytestmark = pytest.mark.e2e
 PROJECT = "ui-markers"
 JOB = "ui-marked"
 HEAT = ".heatmap[data-rows]"
-LOSS = '.chart[data-metric="loss"].js-plotly-plot'
+LOSS = '.chart[data-metric="loss"].drawn'
 
-# The marks Plotly holds for the chart ``el``: its rect shapes (x in epoch ms, undoing the local-time shift of
-# the axis) and the text of its trace of findings.
-MARKS = """el => {
-  const ms = (v) => { const t = typeof v === 'number' ? v : Date.parse(v.replace(' ', 'T') + 'Z');
-    return t + new Date(t).getTimezoneOffset() * 60000; };
-  const spans = (el.layout.shapes || []).filter((s) => (s.name || '').startsWith('finding:'))
-    .map((s) => [ms(s.x0), ms(s.x1)]);
-  const trace = (el.data || []).find((t) => t.meta === 'findings');
-  return { spans, text: trace ? Array.from(trace.text) : [] };
-}"""
+# The marks the chart ``el`` draws (see static/chart.js): each finding's span (epoch ms) and text, the time marker.
+MARKS = "el => el.marks"
 
-# Where, in the page, the first finding's triangle is drawn on the chart ``el``.
+# Where, in the page, the first finding's triangle is drawn on the chart ``el``: at its start, at the plot's top.
 TRIANGLE = """el => {
-  const fl = el._fullLayout, trace = el.data.find((t) => t.meta === 'findings'), box = el.getBoundingClientRect();
-  const x = fl.xaxis.d2p(trace.x[0]) + fl.xaxis._offset, y = fl.yaxis2.d2p(trace.y[0]) + fl.yaxis2._offset;
-  return { x: box.left + x, y: box.top + y };
+  const u = el.chart, over = u.over.getBoundingClientRect();
+  return { x: over.left + u.valToPos(el.marks.spans[0][0], 'x'), y: over.top + 4 };
 }"""
 
 
@@ -77,7 +68,7 @@ def wait_marked(page: Any, selector: str) -> dict[str, Any]:
     """The marks of the chart at ``selector`` once it has drawn them."""
     page.wait_for_function(
         f"() => {{ const el = document.querySelector({selector!r});"
-        " return el && el.data && el.data.some((t) => t.meta === 'findings'); }"
+        " return el && el.marks && el.marks.text.length > 0; }"
     )
     return page.eval_on_selector(selector, MARKS)
 
@@ -88,16 +79,15 @@ def hover_text(page: Any, selector: str) -> str:
     point = page.eval_on_selector(selector, TRIANGLE)
     page.mouse.move(0, 0)
     page.mouse.move(point["x"], point["y"], steps=3)
-    # a chart hovered "x unified" draws its label as a legend, one hovered "closest" as a hover text
-    page.wait_for_function(f"() => document.querySelector({selector!r} + ' .hoverlayer').textContent.length > 0")
-    return page.locator(f"{selector} .hoverlayer").text_content()
+    page.wait_for_function(f"() => !document.querySelector({selector!r} + ' > .chart-tip').hidden")
+    return page.locator(f"{selector} > .chart-tip").text_content()
 
 
 def test_a_finding_is_a_span_over_its_time_on_the_metric_charts_on_a_time_axis(page, marked):
     page.goto(f"/jobs/{JOB}?axis=time")
     marks = wait_marked(page, LOSS)
     assert marks["spans"] == [[marked["started"], marked["ended"]]]
-    assert marks["text"][0].startswith("<b>Idle GPU · worker-0 · GPU 1</b>")
+    assert marks["text"][0].startswith("Idle GPU · worker-0 · GPU 1 — ")
 
 
 def test_hovering_the_marker_of_a_metric_chart_names_the_finding(page):
@@ -112,7 +102,7 @@ def test_a_metric_chart_on_the_iteration_axis_has_no_marks(page):
     page.wait_for_selector(LOSS)
     page.wait_for_function("() => window.__jpChartInteractive")
     marks = page.eval_on_selector(LOSS, MARKS)
-    assert marks == {"spans": [], "text": []}
+    assert marks == {"spans": [], "text": [], "line": None}
 
 
 def test_the_heat_map_and_the_system_charts_show_the_finding(page, marked):
@@ -131,8 +121,8 @@ def test_choosing_a_finding_keeps_every_mark_and_adds_the_time_marker(page, mark
     page.click(".insights-panel table.findings tbody tr")
     page.click("[data-tab=metrics]")
     wait_marked(page, LOSS)
-    lines = page.eval_on_selector(LOSS, "el => el.layout.shapes.filter((s) => s.type === 'line').length")
-    assert lines == 1 and wait_marked(page, LOSS)["spans"] == [[marked["started"], marked["ended"]]]
+    line = page.eval_on_selector(LOSS, "el => el.marks.line")
+    assert line == marked["started"] and wait_marked(page, LOSS)["spans"] == [[marked["started"], marked["ended"]]]
 
 
 def test_an_open_finding_spans_to_now(page, server):
@@ -152,4 +142,4 @@ def test_an_open_finding_spans_to_now(page, server):
     [[start, end]] = marks["spans"]
     now = page.evaluate("Date.now()")
     assert start == builder.at(10) and now - 60_000 < end <= now
-    assert marks["text"][0].startswith("<b>Idle GPU · worker-1 · GPU 0</b><br>warning · open for")
+    assert marks["text"][0].startswith("Idle GPU · worker-1 · GPU 0 — warning · open for")

@@ -49,12 +49,12 @@ def page_is_ready(tab: Any, selector: str) -> None:
 
 PAGES = [
     ("/", f'tr[data-job="{DEMO}"]'),
-    (f"/jobs/{DEMO}", '.chart[data-metric="loss"].js-plotly-plot'),
+    (f"/jobs/{DEMO}", '.chart[data-metric="loss"].drawn'),
     (f"/jobs/{DEMO}#system", ".heatmap[data-rows]"),
     (f"/jobs/{DEMO}#media", '.media-card[data-kind="plot"] .plot .main-svg'),
     (f"/jobs/{DEMO}#details", "table.usage"),
     (f"/jobs/{DEMO}/logs", ".logrow"),
-    (f"/compare?jobs={DEMO},{SECOND}", '.chart[data-metric="loss"].js-plotly-plot'),
+    (f"/compare?jobs={DEMO},{SECOND}", '.chart[data-metric="loss"].drawn'),
 ]
 
 
@@ -65,7 +65,7 @@ def test_a_signed_in_page_runs_under_its_policy(watched: Watched, path: str, rea
     assert "script-src 'self'" in response.headers["content-security-policy"]
     page_is_ready(watched.tab, ready)
     if ".chart" in ready:
-        wait_chart(watched.tab, ready.split(".js-plotly-plot")[0])
+        wait_chart(watched.tab, ready.split(".drawn")[0])
     watched.tab.wait_for_load_state("networkidle")
     assert watched.problems() == []
 

@@ -15,7 +15,7 @@ from jobpulse.testing import ServerProcess, running_server
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(
-        not assets_built(), reason="Swagger UI and ReDoc are not built: run python docs-assets/build.py (needs npm)"
+        not assets_built(), reason="Swagger UI and ReDoc are not built: run python web-assets/build.py (needs npm)"
     ),
 ]
 

@@ -30,7 +30,7 @@ def test_a_chart_draws_the_downsampled_series_with_its_band(page: Any, ui_server
     assert max(band["y"]) == pytest.approx(chart["series"][0]["max"][0])  # the spike survives downsampling
     assert max(train["y"]) < max(band["y"])
     assert {t["name"] for t in traces} >= {"train", "val"}
-    page.wait_for_function("() => document.querySelectorAll('.chart.js-plotly-plot').length >= 4")
+    page.wait_for_function("() => document.querySelectorAll('.chart.drawn').length >= 4")
     screenshot(page, "job.png")
 
 
@@ -38,13 +38,13 @@ def test_each_first_chart_is_requested_once(page: Any) -> None:
     urls: list[str] = []
     page.on("request", lambda r: urls.append(r.url) if "/scalars/chart" in r.url else None)
     open_job(page)
-    page.wait_for_function("() => document.querySelectorAll('.chart.js-plotly-plot').length >= 4")
+    page.wait_for_function("() => document.querySelectorAll('.chart.drawn').length >= 4")
     assert urls and len(urls) == len(set(urls)), urls
 
 
 def test_zooming_fetches_a_finer_series_for_the_range(page: Any) -> None:
     open_job(page)
-    box = page.locator(f"{LOSS} .nsewdrag").bounding_box()
+    box = page.locator(f"{LOSS} .u-over").bounding_box()
     y = box["y"] + box["height"] / 2
     with page.expect_request(
         lambda r: "/scalars/chart" in r.url and "metric=loss" in r.url and "x_min=" in r.url
@@ -63,13 +63,49 @@ def test_zooming_fetches_a_finer_series_for_the_range(page: Any) -> None:
     train = next(t for t in plot_data(page, LOSS) if t["name"] == "train")
     assert len(train["x"]) == hi - lo + 1  # one point per step: full resolution inside the zoom
     assert page.get_by_role("button", name="Reset zoom").is_visible()
+    with page.expect_request(lambda r: "/scalars/chart" in r.url and "metric=loss" in r.url and "x_min=" not in r.url):
+        page.locator(f"{LOSS} .u-over").dblclick()  # the whole series again
+    page.wait_for_function(f"""() => {{
+        const t = (document.querySelector('{LOSS}').data || []).find(t => t.name === 'train');
+        return t && Math.max(...t.x) > 2990;
+    }}""")
+    assert not page.get_by_role("button", name="Reset zoom").is_visible()
+
+
+# The loss chart's legend: per entry its label, the value it shows and whether it is shown.
+LEGEND = """rows => rows.map(r => ({label: r.querySelector('.u-label').textContent,
+    value: r.querySelector('.u-value').textContent, shown: r.style.display !== 'none'}))"""
+
+
+def test_the_legend_shows_the_values_under_the_cursor(page: Any) -> None:
+    open_job(page)
+    legend = f"{LOSS} .u-legend .u-series"
+    entries = {e["label"]: e for e in page.eval_on_selector_all(legend, LEGEND)}
+    assert entries["train"]["value"] == "–" and entries["train"]["shown"]
+    assert not entries["train max"]["shown"] and not entries["train min"]["shown"]  # the band has no entry
+    box = page.locator(f"{LOSS} .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5, steps=3)
+    entries = {e["label"]: e for e in page.eval_on_selector_all(legend, LEGEND)}
+    assert 1000 < float(entries["Step"]["value"].replace(",", "")) < 2000  # the step under the cursor, mid-chart
+    assert "min" in entries["train"]["value"] and "max" in entries["train"]["value"]  # with the bucket's min and max
+
+
+def test_plotly_is_loaded_only_for_the_plots_the_job_reported(page: Any) -> None:
+    scripts: list[str] = []
+    page.on("request", lambda r: scripts.append(r.url) if r.resource_type == "script" else None)
+    open_job(page)
+    page.wait_for_load_state("networkidle")
+    assert scripts and not any("plotly" in url for url in scripts)
+    page.get_by_role("tab", name="Plots & images").click()
+    page.locator('.media-card[data-kind="plot"] .plot .main-svg').first.wait_for()
+    assert any("/ui/vendor/plotly" in url for url in scripts)
 
 
 def test_the_time_axis_and_smoothing(page: Any) -> None:
     open_job(page)
     with page.expect_request(lambda r: "/scalars/chart" in r.url and "axis=time" in r.url):
         page.get_by_role("button", name="Time").click()
-    page.wait_for_function(f"() => document.querySelector('{LOSS}').layout.xaxis.type === 'date'")
+    page.wait_for_function(f"() => document.querySelector('{LOSS}').dataset.axis === 'time'")
     page.get_by_label("Smoothing").fill("0.9")
     page.wait_for_function(f"() => (document.querySelector('{LOSS}').data || []).some(t => t.name === 'train raw')")
     traces = plot_data(page, LOSS)
@@ -102,6 +138,33 @@ def test_the_heat_map_has_a_row_per_gpu_and_names_the_slow_one(page: Any) -> Non
     page.evaluate("window.scrollTo(0, 0)")
     page.mouse.move(0, 0)
     screenshot(page, "job-system.png")
+
+
+# Where, in the page, the middle of the heat map's row ``label`` is (a third of the way along its time).
+ROW = """(el, label) => {
+    const u = el.chart, over = u.over.getBoundingClientRect(), rows = el.data[0].y;
+    const y = u.valToPos(rows.length - rows.indexOf(label) - 0.5, 'y');
+    return {x: over.left + over.width / 3, y: over.top + y};
+}"""
+
+
+def test_the_heat_map_names_a_cell_under_the_mouse_and_a_click_picks_its_worker(page: Any) -> None:
+    page.goto(f"/jobs/{DEMO}#system")
+    page.locator(".heatmap[data-rows]").wait_for()
+    point = page.eval_on_selector(".heatmap", ROW, "worker-2 · GPU 3")
+    page.mouse.move(point["x"], point["y"], steps=3)
+    tip = page.locator(".heatmap > .chart-tip")
+    tip.wait_for()
+    assert tip.inner_text().startswith("worker-2 · GPU 3\n") and tip.inner_text().endswith("%")
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_function("() => document.querySelector('select[aria-label=Worker]').value === 'worker-2'")
+    with page.expect_request(lambda r: "/system/series" in r.url):
+        box = page.locator(".heatmap .u-over").bounding_box()  # a drag across a third of it: that time range
+        page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + 20)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 20, steps=5)
+        page.mouse.up()
+    assert page.locator(".system .toolbar").get_by_role("button", name="Reset zoom").is_visible()
 
 
 def test_plots_and_images_with_step_navigation(page: Any) -> None:

@@ -112,9 +112,11 @@ def test_a_line_time_opens_the_charts_at_that_time_and_back(page: Any) -> None:
     link.click()
     page.wait_for_url(f"**/jobs/{DEMO}?at={at}**")
     chart = '.chart[data-metric="loss"]'
-    page.wait_for_function(f"() => (document.querySelector('{chart}').layout || {{}}).shapes?.length === 1")
-    layout = page.eval_on_selector(chart, "el => ({type: el.layout.xaxis.type, range: el.layout.xaxis.range})")
-    assert layout["type"] == "date"
+    page.wait_for_function(f"() => (document.querySelector('{chart}').marks || {{}}).line === {at}")  # the marker
+    shown = page.eval_on_selector(
+        chart, "el => ({axis: el.dataset.axis, range: [el.chart.scales.x.min, el.chart.scales.x.max]})"
+    )
+    assert shown["axis"] == "time" and shown["range"][0] < at < shown["range"][1]
     wait_chart(page, chart)  # the points around that time, not an empty chart
     assert page.locator(".range-text").inner_text()
     page.get_by_role("link", name="← Back to the logs at this time").click()

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 import plotly
 import pytest
 from starlette.testclient import TestClient
 
 from jobpulse.store import Job, Store
+from jobpulse.ui import assets
 
 JOB = Job(job="run-1", project="vision", name="ResNet <b>bold</b>")
 
@@ -44,14 +47,43 @@ def test_a_page_shell_names_its_module_and_escapes_the_job(signed: TestClient) -
     assert re.search(r'<script type="module" src="/ui/static/[0-9a-f]{12}/job\.js">', response.text)
     assert "<b>bold</b>" not in response.text
     assert "ResNet \\u003cb\\u003ebold" in response.text  # boot JSON, not markup
-    assert f"/ui/vendor/plotly-{plotly.__version__}.min.js" in response.text
+    # Plotly.js only as a URL for the plots the job reported, loaded when one is shown: not fetched with the page
+    assert f'"plotly":"/ui/vendor/plotly-{plotly.__version__}.min.js"' in response.text
+    assert not any("plotly" in url for url in static_urls(response.text))
 
 
 def test_the_logs_and_jobs_pages_load_no_chart_library(signed: TestClient) -> None:
     for path, module in (("/", "jobs.js"), ("/jobs/run-1/logs", "logs.js")):
         html = signed.get(path).text
         assert any(url.endswith(module) for url in static_urls(html))
-        assert "/ui/vendor/plotly" not in html
+        assert "/ui/vendor/plotly" not in html and "uPlot" not in html
+
+
+def test_the_chart_pages_load_uplot_and_no_plotly(signed: TestClient) -> None:
+    for path in ("/jobs/run-1", "/compare?jobs=run-1"):
+        urls = static_urls(signed.get(path).text)
+        assert any(url.endswith("/vendor/uPlot.esm.js") for url in urls), path  # preloaded as a module
+        assert any(url.endswith("/vendor/uPlot.min.css") for url in urls), path
+        assert not any("plotly" in url for url in urls), path
+    assert "/ui/vendor/plotly" not in signed.get("/compare?jobs=run-1").text
+
+
+def test_a_chart_page_without_the_built_chart_library_says_how_to_build_it(
+    signed: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unbuilt = tmp_path / "static"
+    shutil.copytree(assets.STATIC_DIR, unbuilt, ignore=shutil.ignore_patterns("vendor"))
+    monkeypatch.setattr(assets, "STATIC_DIR", unbuilt)
+    assets.module_deps.cache_clear()
+    try:
+        for path in ("/jobs/run-1", "/compare"):
+            response = signed.get(path)
+            assert response.status_code == 503, path
+            assert "python web-assets/build.py" in response.text and "vendor/uPlot.esm.js" in response.text
+            assert '<script type="module"' not in response.text
+        assert signed.get("/").status_code == 200  # the jobs list needs no charts
+    finally:
+        assets.module_deps.cache_clear()
 
 
 def test_every_static_file_a_page_names_is_served(signed: TestClient) -> None:
@@ -73,8 +105,9 @@ def test_js_modules_import_only_files_that_exist(signed: TestClient) -> None:
         response = signed.get(f"{prefix}/{name}")
         assert response.status_code == 200, name
         assert response.headers["content-type"].startswith("text/javascript")
-        todo += re.findall(r'from "\./([\w.]+\.js)"', response.text)
-    assert {"api.js", "dom.js", "scalars.js", "system.js", "logview.js", "plot.js"} <= seen
+        todo += re.findall(r'from "\./([\w./-]+\.js)"', response.text)
+    assert {"api.js", "dom.js", "scalars.js", "system-charts.js", "logview.js", "plot.js", "heatmap.js"} <= seen
+    assert "vendor/uPlot.esm.js" in seen  # the chart library, built into the package
 
 
 def test_static_files_are_cached_and_revalidated(signed: TestClient) -> None:

@@ -74,7 +74,8 @@ def screenshot(page: Any, name: str) -> Path:
 
 
 def plot_data(page: Any, selector: str) -> list[dict]:
-    """The traces Plotly holds for the chart at ``selector`` (its graph div's ``data``)."""
+    """The series the chart at ``selector`` draws: its element's ``data`` (see static/chart.js; for a plot the job
+    reported, the traces Plotly holds)."""
     return page.eval_on_selector(
         selector,
         "el => (el.data || []).map(t => ({name: t.name, type: t.type, "
@@ -85,7 +86,7 @@ def plot_data(page: Any, selector: str) -> list[dict]:
 
 
 def wait_chart(page: Any, selector: str) -> None:
-    """Wait until Plotly has drawn traces into the chart at ``selector``."""
+    """Wait until the chart at ``selector`` has drawn its series."""
     page.wait_for_function(
         "s => { const el = document.querySelector(s); return !!(el && el.data && el.data.length); }", arg=selector
     )

@@ -1,6 +1,6 @@
 """The API documentation: Swagger UI at ``/docs`` and ReDoc at ``/redoc``, from this server only.
 
-Their scripts and styles come from npm (``docs-assets/``, pinned by its lock file) and are copied into the
+Their scripts and styles come from npm (``web-assets/``, pinned by its lock file) and are copied into the
 package at set-up and wheel-build time (``docs-static/``); they are served under ``/docs/assets/``. Swagger UI
 is started by a script of this server (no inline script), so the pages run under a policy of ``'self'``
 (``headers.py``); the one thing it stops is the logo of ReDoc's sidebar credit, which ReDoc loads from its
@@ -44,7 +44,7 @@ _MISSING = """<!doctype html>
 <body><h1>The API documentation's assets are not built</h1>
 <p>This server serves Swagger UI and ReDoc from its own files, which are taken from npm when jobpulse is set up.
 They are missing from this installation. Build them (Node.js and npm needed) and restart the server:</p>
-<pre>python docs-assets/build.py</pre>
+<pre>python web-assets/build.py</pre>
 <p>(<code>scripts/setup</code> runs it too.) Meanwhile the API's description is at
 <a href="{openapi}">{openapi}</a>.</p></body></html>
 """

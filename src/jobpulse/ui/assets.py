@@ -1,4 +1,5 @@
-"""Static files of the UI and the Plotly.js bundle of the installed ``plotly`` package.
+"""Static files of the UI (uPlot among them, built from npm into ``static/vendor/``) and the Plotly.js bundle of the
+installed ``plotly`` package.
 
 Files are read once per process, gzip-compressed once, and answered with an ETag so a
 browser revalidates them cheaply.
@@ -21,6 +22,10 @@ from starlette.responses import Response
 from ..errors import NotFound
 
 STATIC_DIR = Path(__file__).parent / "static"
+# uPlot, the charts' library: ``web-assets/build.py`` copies it from npm (git ignores it)
+UPLOT = "vendor/uPlot.esm.js"
+UPLOT_CSS = "vendor/uPlot.min.css"
+BUILD_HINT = "python web-assets/build.py"
 _TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
@@ -89,21 +94,28 @@ def answer(request: Request, key: str, path: Path, cache_control: str) -> Respon
     return Response(body, media_type=asset.media_type, headers=headers)
 
 
-_IMPORT = re.compile(r'^\s*import\s[^;]*?from\s+"\./([\w.-]+\.js)"', re.MULTILINE)
+_IMPORT = re.compile(r'^\s*import\s[^;]*?from\s+"\./([\w./-]+\.js)"', re.MULTILINE)
 
 
 @functools.cache
 def module_deps(entry: str) -> tuple[str, ...]:
-    """Every module ``entry`` imports, directly or not, so a page can ask for all of them at once."""
+    """Every module ``entry`` imports, directly or not, so a page can ask for all of them at once (a module missing
+    from the package among them: see :func:`missing`)."""
     seen: list[str] = []
     todo = [entry]
     while todo:
         name = todo.pop()
-        if name in seen or not (STATIC_DIR / name).is_file():
+        if name in seen:
             continue
         seen.append(name)
-        todo.extend(_IMPORT.findall((STATIC_DIR / name).read_text()))
+        if (STATIC_DIR / name).is_file():
+            todo.extend(_IMPORT.findall((STATIC_DIR / name).read_text()))
     return tuple(sorted(seen[1:]))
+
+
+def missing(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of ``names`` not in the package (uPlot before ``web-assets/build.py`` has run)."""
+    return tuple(name for name in names if not (STATIC_DIR / name).is_file())
 
 
 @functools.cache

@@ -70,6 +70,7 @@ def shell(
     boot: dict[str, Any],
     plotly: str | None,
     modules: Sequence[str] = (),
+    styles: Sequence[str] = (),
     prefetch: Sequence[str] = (),
     charts_of: str | None = None,
     by_hash: dict[str, list[str]] | None = None,
@@ -77,24 +78,36 @@ def shell(
 ) -> str:
     """A page whose content the ``page`` module draws from the API.
 
-    ``prefetch`` names API paths to request at once; ``charts_of`` (a job's ``/scalars`` path, which must
-    be among them) also requests the first charts of that job; ``by_hash`` adds paths for a URL fragment;
-    ``admin`` adds the keys page to the header.
+    ``plotly`` is the URL of Plotly.js, which the page loads only to show a plot the job reported; ``styles`` are
+    stylesheets besides the UI's own; ``prefetch`` names API paths to request at once; ``charts_of`` (a job's
+    ``/scalars`` path, which must be among them) also requests the first charts of that job; ``by_hash`` adds paths
+    for a URL fragment; ``admin`` adds the keys page to the header.
     """
-    extra = "".join(f'<link rel="modulepreload" href="{static}/{name}">' for name in [f"{page}.js", *modules])
-    if plotly and charts_of:
-        extra += f'<link rel="preload" as="script" href="{plotly}">'
-    elif plotly:
-        extra += f'<script src="{plotly}" async id="plotly-js"></script>'
+    extra = "".join(f'<link rel="stylesheet" href="{static}/{name}">' for name in styles)
+    extra += "".join(f'<link rel="modulepreload" href="{static}/{name}">' for name in [f"{page}.js", *modules])
     if prefetch:
         plan = {"paths": list(prefetch), "byHash": by_hash or {}, "catalog": charts_of, "buckets": CHART_BUCKETS}
-        extra += _json_script("prefetch", {**plan, "plotly": plotly if charts_of else None})
+        extra += _json_script("prefetch", plan)
     active = page if page in ("compare", "keys") else "jobs"
     boot = {**boot, "page": page, "plotly": plotly, "buckets": CHART_BUCKETS}
     return (
         f'{_head(title, static, extra)}<body data-page="{page}">{_topbar(active, True, admin)}'
         f'<main id="app" class="page page-{page}" aria-busy="true"></main>{_json_script("boot", boot)}'
         f'<script type="module" src="{static}/{page}.js"></script></body></html>'
+    )
+
+
+def unbuilt_page(*, title: str, static: str, missing: Sequence[str], command: str, admin: bool = False) -> str:
+    """A page that cannot run because files of the UI were not built into the package: what to run."""
+    files = ", ".join(missing)
+    return (
+        f"{_head(title, static)}<body>{_topbar('jobs', True, admin)}"
+        '<main class="page error-page"><div class="card empty-state"><div class="status-code">503</div>'
+        "<h1>The charts of this page are not built</h1>"
+        f'<p class="error-message">The package lacks {escape(files)}: the UI\'s chart library, which is built from '
+        "npm when the package is set up.</p>"
+        f"<p>Build it with <code>{escape(command)}</code> (it needs Node.js and npm) and reload this page.</p>"
+        '<p><a class="btn" href="/">Back to all jobs</a></p></div></main></body></html>'
     )
 
 

@@ -1,4 +1,4 @@
-"""Routes of the UI: the pages, their static files and Plotly.js, and the UI's error page."""
+"""Routes of the UI: the pages, their static files (uPlot among them) and Plotly.js, and the UI's error page."""
 
 from __future__ import annotations
 
@@ -63,23 +63,32 @@ def _page(
     title: str,
     page: str,
     boot: dict,
-    charts: bool = True,
+    plots: bool = False,
     prefetch: Sequence[str] = (),
     charts_of: str | None = None,
     by_hash: dict[str, list[str]] | None = None,
     key: ApiKey | None = None,
 ) -> HTMLResponse:
+    modules = assets.module_deps(f"{page}.js")
+    admin = key is not None and key.can("admin")
+    missing = assets.missing(modules)
+    if missing:
+        body = html.unbuilt_page(
+            title=title, static=static_prefix(), missing=missing, command=assets.BUILD_HINT, admin=admin
+        )
+        return HTMLResponse(body, status_code=503, headers=_NO_STORE)
     body = html.shell(
         title=title,
         page=page,
         static=static_prefix(),
         boot=boot,
-        plotly=plotly_url() if charts else None,
-        modules=assets.module_deps(f"{page}.js"),
+        plotly=plotly_url() if plots else None,  # the plots a job reported
+        modules=modules,
+        styles=[assets.UPLOT_CSS] if assets.UPLOT in modules else [],
         prefetch=prefetch,
         charts_of=charts_of,
         by_hash=by_hash,
-        admin=key is not None and key.can("admin"),
+        admin=admin,
     )
     return HTMLResponse(body, headers=_NO_STORE)
 
@@ -90,7 +99,7 @@ def jobs_page(request: Request) -> Response:
     if key is None:
         return _login(request)
     first = ["/jp/v1/jobs?limit=50", "/jp/v1/projects"] if not request.url.query else []
-    return _page("Jobs", "jobs", {}, charts=False, prefetch=first, key=key)
+    return _page("Jobs", "jobs", {}, prefetch=first, key=key)
 
 
 def _job_or_raise(request: Request, key: ApiKey, job: str) -> dict:
@@ -111,6 +120,7 @@ def job_page(request: Request, job: str) -> Response:
         "job",
         boot,
         prefetch=[api, f"{api}/scalars"],
+        plots=True,
         charts_of=f"{api}/scalars",
         by_hash={"#system": [f"{api}/system"]},
         key=key,
@@ -125,7 +135,7 @@ def logs_page(request: Request, job: str) -> Response:
     boot = _job_or_raise(request, key, job)
     api = f"/jp/v1/jobs/{quote(job, safe='')}"
     first = [api, f"{api}/logs/workers"] + ([] if request.url.query else [f"{api}/logs?start=tail&limit=500"])
-    return _page(f"Logs of {boot['name'] or job}", "logs", boot, charts=False, prefetch=first, key=key)
+    return _page(f"Logs of {boot['name'] or job}", "logs", boot, prefetch=first, key=key)
 
 
 @router.get("/compare")
@@ -145,7 +155,7 @@ def keys_page(request: Request) -> Response:
     if not key.can("admin"):
         raise Forbidden("the keys page is for admins only: sign in with a key of the admin role", field="role")
     boot = {"projects": key.projects, "self": key.key_id}
-    return _page("API keys", "keys", boot, charts=False, prefetch=["/jp/v1/keys"], key=key)
+    return _page("API keys", "keys", boot, prefetch=["/jp/v1/keys"], key=key)
 
 
 @router.get("/jobs")

@@ -5,9 +5,9 @@ import { api, jobPath } from "./api.js";
 import { clear, debounce, h, replace, segmented } from "./dom.js";
 import { badge, dateTime, duration, jobDuration, num } from "./format.js";
 import { ChartSections, seriesLabel } from "./names.js";
-import { color, loadPlotly } from "./plot.js";
 import { ChartView, describeRange, ScalarChart } from "./scalars.js";
 import { app, banner, boot, done } from "./shell.js";
+import { color } from "./theme.js";
 
 const MAX_JOBS = 20;
 const params = new URLSearchParams(location.search);
@@ -17,7 +17,6 @@ const catalogs = new Map();
 const view = new ChartView({ axis: params.get("axis") === "time" ? "time" : "iter" });
 let metricFilter = params.get("metric") || "";
 
-loadPlotly().catch(() => {});
 
 const chips = h("div", { class: "chips", style: { display: "contents" } });
 const addInput = h("input", { type: "search", placeholder: "Add a job…", "aria-label": "Add a job to compare", autocomplete: "off" });

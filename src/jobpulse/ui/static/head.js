@@ -2,8 +2,7 @@
 // script). It applies the saved theme, so a dark-theme user never sees a white flash, and starts the
 // page's first API requests, named by the page's "prefetch" data block, while its modules load; api.js
 // takes the responses over. On the job page's default view it also asks for the first charts as soon as
-// the metric list arrives, and only then runs Plotly.js (already downloading): running it blocks the page
-// for a while, and the chart queries should be on their way by then.
+// the metric list arrives.
 (() => {
   try {
     const theme = localStorage.getItem("jp-theme");
@@ -12,23 +11,12 @@
 
   const block = document.getElementById("prefetch");
   if (!block) return;
-  const { paths, byHash, catalog, plotly, buckets } = JSON.parse(block.textContent);
+  const { paths, byHash, catalog, buckets } = JSON.parse(block.textContent);
   const started = (window.__jpPrefetch = {});
   const get = (path) => fetch(path, { credentials: "same-origin", headers: { Accept: "application/json" } });
   for (const path of [...paths, ...(byHash[location.hash] || [])]) started[path] = get(path);
 
-  const runPlotly = () => {
-    if (!plotly || document.getElementById("plotly-js")) return;
-    const script = document.createElement("script");
-    script.src = plotly;
-    script.async = true;
-    script.id = "plotly-js";
-    document.head.append(script);
-  };
-  if (!catalog || location.search || (location.hash && location.hash !== "#metrics")) {
-    runPlotly();
-    return;
-  }
+  if (!catalog || location.search || (location.hash && location.hash !== "#metrics")) return;
   started.charts = started[catalog]
     .then((response) => (response.ok ? response.clone().json() : null))
     .then((list) => {
@@ -38,6 +26,5 @@
         started[path] = get(path);
       }
     })
-    .catch(() => {})
-    .finally(runPlotly);
+    .catch(() => {});
 })();

@@ -3,7 +3,7 @@
 import { api, jobPath } from "./api.js";
 import { clear, h } from "./dom.js";
 import { dateTime, duration, fullTime, num } from "./format.js";
-import { alpha, toPlotTime } from "./plot.js";
+import { css } from "./theme.js";
 
 const TITLES = {
   idle_gpu: "Idle GPU", underused: "Underused GPUs", straggler: "Straggler", hang: "Hang",
@@ -56,11 +56,10 @@ export async function markJobs(tbody) {
   }
 }
 
-// The job's findings as marks on its time charts (metrics on a time axis, system charts, the heat map): a
-// shaded span from each finding's start to its end (or now) and a triangle at its start whose hover names it.
-// A chart on an iteration axis shows none: its points carry no time to place them by.
+// The job's findings as marks on its time charts (metrics on a time axis, system charts, the heat map; drawn by
+// marks.js): a shaded span from each finding's start to its end (or now) and a triangle at its start whose hover
+// names it. A chart on an iteration axis shows none: its points carry no time to place them by.
 const marks = { findings: [], key: "", listeners: new Set() };
-const MARK_AXIS = "y2"; // an invisible 0..1 axis over the chart's own, where the triangles sit at the top
 
 // Call ``fn`` whenever the job's findings change (to redraw the charts).
 export function onFindingMarks(fn) { marks.listeners.add(fn); }
@@ -81,46 +80,22 @@ export async function loadFindingMarks(job) {
   }
 }
 
-function severityColor(severity, opacity) {
-  const name = severity === "critical" ? "--bad" : severity === "warning" ? "--warn" : "--idle";
-  const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
-  return alpha(/^#[0-9a-f]{6}$/i.test(value) ? value : "#b45309", opacity);
+function severityColor(severity) {
+  const value = css(severity === "critical" ? "--bad" : severity === "warning" ? "--warn" : "--idle");
+  return /^#[0-9a-f]{6}$/i.test(value) ? value : "#b45309";
 }
 
-// What a finding's hover names (as Plotly's hover markup: the names the senders chose are escaped).
-export function findingLabel(f) {
-  const where = findingWhere(f);
-  const text = `${findingTitle(f)}${f.signal ? ` (${f.signal})` : ""} · ${where}`;
-  return text.replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);
+// What a finding's mark names: what it found, where, its severity and how long it lasted.
+function findingText(f, now) {
+  const span = f.ended ? `${duration(f.ended - f.started)}, resolved` : `open for ${duration(now - f.started)}`;
+  return `${findingTitle(f)}${f.signal ? ` (${f.signal})` : ""} · ${findingWhere(f)} — ${f.severity} · ${span}`;
 }
 
-// layout.shapes: per finding, a shaded span beneath the data and a ribbon along the top above it (what shows
-// on a heat map, whose cells hide the span).
-export function findingShapes() {
+// The marks of the job's findings for marks.js: [{start, end, color, text}], times in epoch milliseconds.
+export function findingMarks() {
   const now = Date.now();
-  return marks.findings.flatMap((f) => {
-    const span = { type: "rect", xref: "x", yref: "paper", x0: toPlotTime(f.started), x1: toPlotTime(f.ended ?? now),
-      line: { width: 0 } };
-    return [{ ...span, layer: "below", y0: 0, y1: 1, fillcolor: severityColor(f.severity, 0.1), name: `finding:${f.finding_id}` },
-      { ...span, layer: "above", y0: 0.985, y1: 1, fillcolor: severityColor(f.severity, 0.7), name: `finding-ribbon:${f.finding_id}` }];
-  });
-}
-
-// The layout's invisible axis for the triangles, when there are findings.
-export function findingAxis() {
-  return marks.findings.length ? { yaxis2: { overlaying: "y", range: [0, 1], fixedrange: true, visible: false } } : {};
-}
-
-// A trace of one triangle per finding at its start: hovering it names the finding.
-export function findingTraces() {
-  if (!marks.findings.length) return [];
-  const now = Date.now();
-  const text = marks.findings.map((f) => `<b>${findingLabel(f)}</b><br>${f.severity} · ` +
-    `${f.ended ? `${duration(f.ended - f.started)}, resolved` : `open for ${duration(now - f.started)}`}`);
-  return [{ type: "scatter", mode: "markers", yaxis: MARK_AXIS, name: "findings", showlegend: false,
-    x: marks.findings.map((f) => toPlotTime(f.started)), y: marks.findings.map(() => 0.96), text, cliponaxis: false,
-    marker: { symbol: "triangle-down", size: 11, color: marks.findings.map((f) => severityColor(f.severity, 1)) },
-    hovertemplate: "%{text}<extra></extra>", meta: "findings" }];
+  return marks.findings.map((f) => ({ start: f.started, end: f.ended ?? now, color: severityColor(f.severity),
+    text: findingText(f, now) }));
 }
 
 function evidenceText(evidence) {

@@ -4,7 +4,8 @@
 import { api, jobPath } from "./api.js";
 import { clear, debounce, h } from "./dom.js";
 import { num } from "./format.js";
-import { baseLayout, color, CONFIG, followTheme, loadPlotly, themeColors } from "./plot.js";
+import { baseLayout, CONFIG, loadPlotly, themeColors } from "./plot.js";
+import { color, followTheme } from "./theme.js";
 
 const KINDS = [["plot", "Plot"], ["image", "Image"], ["vector", "Vector"]];
 

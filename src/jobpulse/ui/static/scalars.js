@@ -1,7 +1,6 @@
 // Scalar charts from the downsampled series: mean line with a min/max band per variant (or per job),
 // a shared x-range across charts that refetches finer buckets when zoomed, step or time axis, smoothing.
-// A chart's first data is drawn at once by preview.js from the same traces and layout, without waiting
-// for Plotly.js; the Plotly chart replaces the preview in place when the library has loaded.
+// Drawn with uPlot (chart.js) as soon as their data arrives.
 // A metric reported by several ranks (workers) shows the leader's series; a switch in its card shows every
 // rank's series, or their envelope (per bucket the min / median / max across ranks).
 
@@ -9,12 +8,9 @@ import { api, jobPath, limiter } from "./api.js";
 import { h, isVisible, segmented, whenVisible } from "./dom.js";
 import { duration, fullTime, num } from "./format.js";
 import { boot } from "./shell.js";
-import {
-  alpha, baseLayout, color, CONFIG, followTheme, fromPlotTime, loadPlotly, markerShape, markFirstChart,
-  markInteractiveChart, themeColors, toPlotTime,
-} from "./plot.js";
-import { findingAxis, findingShapes, findingTraces } from "./insights.js";
-import { drawPreview, hasPreview, removePreview } from "./preview.js";
+import { drawChart, markFirstChart, unmount } from "./chart.js";
+import { findingMarks } from "./insights.js";
+import { alpha, color, followTheme } from "./theme.js";
 
 // Two chart queries at a time: the first charts on screen arrive sooner than if all shared the server at once.
 const fetchSlot = limiter(2);
@@ -106,14 +102,6 @@ function asSeries(data, workers) {
   return { ...data, series };
 }
 
-// Resolves once the browser has had a frame to paint in (soon, too, where frames are not running).
-function nextPaint() {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, 100);
-    requestAnimationFrame(() => setTimeout(() => { clearTimeout(timer); resolve(); }, 0));
-  });
-}
-
 export class ScalarChart {
   // source: {job} or {jobs: [...]}; label(series) names a trace.
   // ranks: the workers that reported the metric; with more than one, the card holds the switch of RANK_MODES.
@@ -186,9 +174,7 @@ export class ScalarChart {
     const controller = new AbortController();
     this.controller = controller;
     this.loadingKey = key;
-    if (!quiet && !this.plotted && !hasPreview(this.plot)) this.setState(null);
-    const library = loadPlotly();
-    library.catch(() => {}); // named below, once the data has been drawn
+    if (!quiet && !this.plotted) this.setState(null);
     try {
       const data = await fetchSlot(() => (controller.signal.aborted ? Promise.reject(new DOMException("", "AbortError"))
         : api(this.url(), { signal: controller.signal })));
@@ -196,18 +182,11 @@ export class ScalarChart {
       if (!performance.getEntriesByName("jp-first-data").length) performance.mark("jp-first-data");
       this.data = asSeries(data, this.workers);
       this.loadedKey = key;
-      if (!this.plotted) {
-        // The preview first, even with Plotly.js at hand: it draws in a few milliseconds, Plotly's
-        // first plot of a chart takes a hundred or more, and the page paints in between.
-        this.drawPreview();
-        await (window.Plotly ? nextPaint() : library);
-        if (controller.signal.aborted) return;
-      }
-      await this.draw(window.Plotly);
+      this.draw();
     } catch (error) {
       if (error.name === "AbortError") return;
-      if (hasPreview(this.plot)) {
-        this.metaEl.textContent = `Static preview: ${error.message}`;
+      if (this.plotted) {
+        this.metaEl.textContent = error.message;
         this.metaEl.classList.add("error");
       } else this.setState(error.message, true);
     } finally {
@@ -221,8 +200,9 @@ export class ScalarChart {
     else if (message) this.plot.append(h("div", { class: `chart-state${isError ? " error" : ""}` }, message));
   }
 
-  traces() {
-    const { axis, smoothing } = this.view;
+  // What the chart draws (chart.js): per series its min/max band, its raw line under smoothing, its line.
+  series() {
+    const { smoothing } = this.view;
     const out = [];
     const series = this.data.series || [];
     const many = series.length > 1;
@@ -230,104 +210,52 @@ export class ScalarChart {
       const name = s.worker !== undefined ? `${this.label(s)} · ${s.worker}` : this.label(s);
       const count = s.envelope ? "ranks" : "n";
       const c = this.colorOf(s, i);
-      const x = s.x_first.map((first, j) => {
-        const mid = (first + s.x_last[j]) / 2;
-        return axis === "time" ? toPlotTime(mid) : mid;
-      });
+      const x = s.x_first.map((first, j) => (first + s.x_last[j]) / 2);
       const mean = s.mean.map(numeric);
       const lo = s.min.map(numeric);
       const hi = s.max.map(numeric);
-      const sparse = x.length < 60;
       if (s.count.some((n) => n > 1)) {
-        out.push({ type: "scatter", mode: "lines", x, y: hi, line: { width: 0 }, hoverinfo: "skip",
-          showlegend: false, legendgroup: name, name: `${name} max` });
-        out.push({ type: "scatter", mode: "lines", x, y: lo, line: { width: 0 }, fill: "tonexty",
-          fillcolor: alpha(c, many ? 0.1 : 0.16), hoverinfo: "skip", showlegend: false, legendgroup: name,
-          name: `${name} min` });
+        out.push({ name: `${name} max`, x, y: hi, width: 0, legend: false });
+        out.push({ name: `${name} min`, x, y: lo, width: 0, legend: false, fill: alpha(c, many ? 0.1 : 0.16) });
       }
-      const customdata = s.count.map((n, j) => [num(lo[j]), num(hi[j]), n, num(mean[j])]);
-      const dash = this.dashOf(s, i);
-      if (smoothing > 0) {
-        out.push({ type: "scatter", mode: "lines", x, y: mean, line: { color: alpha(c, 0.35), width: 1 },
-          hoverinfo: "skip", showlegend: false, legendgroup: name, name: `${name} raw` });
-      }
-      out.push({ type: "scatter", mode: sparse ? "lines+markers" : "lines", x, y: ema(mean, smoothing), name,
-        legendgroup: name, customdata, marker: { size: 4, color: c },
-        line: { color: c, width: 1.7, dash },
-        hovertemplate: smoothing > 0
-          ? `%{y:.4~g} <span style="opacity:.7">raw %{customdata[3]}</span><extra>${name}</extra>`
-          : `%{y:.4~g} <span style="opacity:.7">min %{customdata[0]} · max %{customdata[1]} · ${count} %{customdata[2]}</span><extra>${name}</extra>` });
+      if (smoothing > 0) out.push({ name: `${name} raw`, x, y: mean, color: alpha(c, 0.35), width: 1, legend: false });
+      out.push({ name, x, y: ema(mean, smoothing), color: c, dash: this.dashOf(s, i), points: x.length < 60,
+        detail: smoothing > 0 ? (j) => `(raw ${num(mean[j])})`
+          : (j) => `(min ${num(lo[j])} · max ${num(hi[j])} · ${count} ${s.count[j]})` });
     });
     return out;
-  }
-
-  layout() {
-    const { axis, range, marker } = this.view;
-    const xaxis = axis === "time" ? { type: "date", hoverformat: "%Y-%m-%d %H:%M:%S" } : { type: "linear", hoverformat: ",d" };
-    if (range) {
-      xaxis.range = axis === "time" ? range.map(toPlotTime) : range;
-      xaxis.autorange = false;
-    } else {
-      xaxis.autorange = true;
-    }
-    const series = (this.data && this.data.series) || [];
-    return baseLayout({
-      xaxis, yaxis: { autorange: true, fixedrange: true },
-      showlegend: series.length > 1,
-      margin: { l: 56, r: 16, t: series.length > 1 ? 28 : 10, b: 34 },
-      // the job's findings, like the marker, where the axis is time (see insights.js)
-      shapes: axis === "time" ? [...findingShapes(), ...(marker ? [markerShape(toPlotTime(marker))] : [])] : [],
-      ...(axis === "time" ? findingAxis() : {}),
-      uirevision: this.metric,
-    });
   }
 
   emptyMessage() {
     return this.view.range ? "No points in this range. Double-click or reset zoom to see all." : "No points yet.";
   }
 
-  // The chart drawn without Plotly, in the box the Plotly chart will take (see preview.js).
-  drawPreview() {
+  draw() {
     if (!this.data) return;
-    this.plot.querySelector(".skeleton, .chart-state")?.remove();
-    if (!(this.data.series || []).length) {
-      removePreview(this.plot);
-      this.setState(this.emptyMessage());
-      return;
-    }
-    drawPreview(this.plot, this.traces(), this.layout());
-    this.updateMeta();
-    markFirstChart();
-  }
-
-  async draw(Plotly) {
-    Plotly = Plotly || window.Plotly;
-    if (!Plotly || !this.data) return;
     const series = this.data.series || [];
-    this.plot.querySelector(".skeleton, .chart-state")?.remove();
     if (!series.length) {
-      if (this.plotted) { Plotly.purge(this.plot); this.plotted = false; }
-      removePreview(this.plot);
+      unmount(this.plot);
+      this.plotted = false;
       this.setState(this.emptyMessage());
       return;
     }
-    const marks = this.view.axis === "time" ? findingTraces() : [];
-    await Plotly.react(this.plot, [...this.traces(), ...marks], this.layout(), CONFIG);
-    removePreview(this.plot); // after Plotly has drawn beneath it: no frame without a chart
-    if (!this.plotted) {
-      this.plotted = true;
-      this.plot.on("plotly_relayout", (event) => this.onRelayout(event));
-      this.plot.on("plotly_click", (event) => this.onClick(event));
-    }
+    const { axis, range, marker } = this.view;
+    const time = axis === "time";
+    drawChart(this.plot, {
+      series: this.series(), time, xRange: range, y: { format: (v) => num(v) },
+      // the job's findings, like the marker, where the axis is time (see insights.js)
+      marks: time ? { findings: findingMarks(), line: marker } : null,
+      onZoom: (lo, hi) => this.view.setRange([Math.floor(lo), Math.ceil(hi)]),
+      onReset: () => { if (this.view.range) this.view.setRange(null); },
+      onClick: (x) => { if (time && this.view.onTimeClick) this.view.onTimeClick(Math.round(x)); },
+    });
+    this.plotted = true;
     this.updateMeta();
     markFirstChart();
-    markInteractiveChart();
   }
 
   redraw() {
-    if (!this.data) return;
     if (this.plotted) this.draw();
-    else if (hasPreview(this.plot)) this.drawPreview();
   }
 
   updateMeta() {
@@ -350,30 +278,10 @@ export class ScalarChart {
     this.metaEl.classList.remove("error");
   }
 
-  onRelayout(event) {
-    if (event["xaxis.autorange"] || event.autosize) {
-      if (event["xaxis.autorange"] && this.view.range) this.view.setRange(null);
-      return;
-    }
-    let lo = event["xaxis.range[0]"];
-    let hi = event["xaxis.range[1]"];
-    if (lo === undefined && Array.isArray(event["xaxis.range"])) [lo, hi] = event["xaxis.range"];
-    if (lo === undefined || hi === undefined) return;
-    if (this.view.axis === "time") { lo = fromPlotTime(lo); hi = fromPlotTime(hi); }
-    if (!Number.isFinite(lo) || !Number.isFinite(hi)) return;
-    this.view.setRange([Math.floor(lo), Math.ceil(hi)]);
-  }
-
-  onClick(event) {
-    if (this.view.axis !== "time" || !event.points || !event.points.length || !this.view.onTimeClick) return;
-    this.view.onTimeClick(fromPlotTime(event.points[0].x));
-  }
-
   destroy() {
     if (this.controller) this.controller.abort();
     this.unfollow();
-    if (this.plotted && window.Plotly) window.Plotly.purge(this.plot);
-    removePreview(this.plot);
+    unmount(this.plot);
     this.el.remove();
   }
 }
@@ -383,5 +291,3 @@ export function describeRange(view) {
   const [lo, hi] = view.range;
   return view.axis === "time" ? `${fullTime(lo)} – ${fullTime(hi)}` : `steps ${num(lo)} – ${num(hi)}`;
 }
-
-export { themeColors };

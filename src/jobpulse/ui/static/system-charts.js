@@ -1,11 +1,12 @@
-// The heat map and the line charts of the System tab, drawn with Plotly from the panel's shared series
-// requests; titles, units and axis formatting come from the name table (system-metrics.js).
+// The heat map (heatmap.js) and the line charts (chart.js) of the System tab, drawn from the panel's shared
+// series requests; titles, units and axis formatting come from the name table (system-metrics.js).
 
+import { drawChart, unmount } from "./chart.js";
 import { clear, h, isVisible, whenVisible } from "./dom.js";
-import { natural } from "./format.js";
-import { findingTraces } from "./insights.js";
-import { alpha, color, CONFIG, followTheme, fromPlotTime, loadPlotly, toPlotTime } from "./plot.js";
+import { natural, num } from "./format.js";
+import { drawHeatmap } from "./heatmap.js";
 import { infoTitle, metricInfo, titleWithUnit } from "./system-metrics.js";
+import { alpha, color, followTheme } from "./theme.js";
 
 export const HEAT_CELLS = 150000;
 const LINE_CELLS = 60000;
@@ -16,7 +17,7 @@ const FEW_POINTS = 40; // a series with at most this many points shows them as m
 const deviceLabel = (metric) => (metric.startsWith("npu") ? "NPU" : "GPU");
 const label = (metric) => metricInfo(metric).title;
 
-class Plotted {
+class Drawn {
   constructor(panel) {
     this.panel = panel;
     this.plotted = false;
@@ -36,30 +37,27 @@ class Plotted {
     else if (message) this.plot.append(h("div", { class: `chart-state${isError ? " error" : ""}` }, message));
   }
 
-  async show(traces, layout) {
-    const Plotly = await loadPlotly();
-    this.plot.querySelector(".chart-state, .skeleton")?.remove();
-    await Plotly.react(this.plot, [...traces, ...findingTraces()], layout, CONFIG); // the job's findings: insights.js
-    if (!this.plotted) {
-      this.plotted = true;
-      this.plot.on("plotly_relayout", (event) => this.panel.relayout(event));
-      this.plot.on("plotly_click", (event) => this.click(event));
-    }
+  // What every chart of the panel shares: its time range, the marks over it, zoom, reset and a click in time.
+  common(step) {
+    const panel = this.panel;
+    return { xRange: panel.timeRange(step), marks: panel.marks(), onZoom: (lo, hi) => panel.zoom(lo, hi),
+      onReset: () => panel.reset() };
   }
 
-  click(event) {
-    const point = event.points && event.points[0];
-    if (point && this.panel.onTimeClick) this.panel.onTimeClick(Math.round(fromPlotTime(point.x)));
+  empty() {
+    unmount(this.plot);
+    this.plotted = false;
+    this.state("No samples in this range.");
   }
 
   destroy() {
     this.unfollow();
-    if (this.plotted && window.Plotly) window.Plotly.purge(this.plot);
+    unmount(this.plot);
     this.el.remove();
   }
 }
 
-export class HeatMap extends Plotted {
+export class HeatMap extends Drawn {
   constructor(panel, metrics) {
     super(panel);
     this.metric = metrics[0];
@@ -86,7 +84,7 @@ export class HeatMap extends Plotted {
       if (!performance.getEntriesByName("jp-heatmap-data").length) performance.mark("jp-heatmap-data");
       if (this.key !== key) return;
       this.data = data;
-      await this.draw();
+      this.draw();
     } catch (error) {
       this.state(error.message, true);
     } finally {
@@ -100,14 +98,12 @@ export class HeatMap extends Plotted {
     return series;
   }
 
-  async draw() {
+  draw() {
     const { start, end, step_ms: step } = this.data;
     const rows = this.rows();
-    if (!rows.length || !step) { this.state("No samples in this range."); return; }
+    if (!rows.length || !step) { this.empty(); return; }
     const unit = metricInfo(this.metric, topOf(rows));
     const cols = Math.floor((end - start) / step) + 1;
-    // cell edges, not centres: a single column (a job shorter than a step) still has its step's width
-    const x = Array.from({ length: cols + 1 }, (_, i) => toPlotTime(start + i * step));
     const z = rows.map((s) => {
       const row = new Array(cols).fill(null);
       for (let i = 0; i < s.t.length; i += 1) row[Math.round((s.t[i] - start) / step)] = scaled(s.avg[i], unit);
@@ -118,25 +114,19 @@ export class HeatMap extends Plotted {
     const y = rows.map((s) => `${s.worker} · ${dev} ${s.device}`);
     const n = rows.length;
     const rowPx = n <= 40 ? 15 : n <= 128 ? 8 : Math.max(1, 720 / n);
-    const height = Math.max(180, Math.min(900, Math.round(n * rowPx) + 70));
-    this.plot.style.height = `${height}px`;
-    const yaxis = { type: "category", autorange: "reversed", showgrid: false, automargin: true, ticks: "",
-      fixedrange: true };
+    this.plot.style.height = `${Math.max(180, Math.min(900, Math.round(n * rowPx) + 70))}px`;
+    let ticks = y.map((text, row) => ({ row, text }));
     if (n > 48) {
       const first = new Map();
-      rows.forEach((s, i) => { if (!first.has(s.worker)) first.set(s.worker, y[i]); });
+      rows.forEach((s, i) => { if (!first.has(s.worker)) first.set(s.worker, i); });
       const every = Math.ceil(first.size / 40);
-      const ticks = [...first.entries()].filter((_, i) => i % every === 0);
-      yaxis.tickvals = ticks.map((t) => t[1]);
-      yaxis.ticktext = ticks.map((t) => t[0]);
+      ticks = [...first.entries()].filter((_, i) => i % every === 0).map(([text, row]) => ({ row, text }));
     }
-    const trace = { type: "heatmap", x, y, z, zmin: unit.max === 100 ? 0 : undefined, zmax: unit.max,
-      colorscale: "Viridis", ygap: n <= 32 ? 1 : 0, hoverongaps: false,
-      colorbar: { thickness: 10, outlinewidth: 0, ticksuffix: unit.suffix === "%" ? "%" : "", len: 1, y: 0.5,
-        title: { text: unit.unit, side: "right" } },
-      hovertemplate: `%{y}<br>%{x}<br><b>%{z:.3~f}${unit.suffix}</b><extra></extra>` };
-    await this.show([trace], this.panel.timeLayout({ yaxis, hovermode: "closest", margin: { l: 8, r: 8, t: 30, b: 30 },
-      xaxis: { title: { text: "Time", standoff: 4 } } }, step));
+    this.plot.querySelector(".chart-state, .skeleton")?.remove();
+    drawHeatmap(this.plot, { ...this.common(step), name: this.metric, start, step, z, labels: y, ticks,
+      zmin: unit.max === 100 ? 0 : undefined, zmax: unit.max, gap: n <= 32, format: (v) => `${num(v)}${unit.suffix}`,
+      onRow: (i) => this.pick(rows[i].worker) });
+    this.plotted = true;
     this.plot.dataset.metric = this.metric;
     this.plot.dataset.rows = String(n);
     if (!performance.getEntriesByName("jp-heatmap").length) performance.mark("jp-heatmap");
@@ -170,17 +160,14 @@ export class HeatMap extends Plotted {
     }
   }
 
-  click(event) {
-    const point = event.points && event.points[0];
-    if (!point) return;
-    const worker = String(point.y).split(" · ")[0];
+  pick(worker) {
     if (this.panel.workers.includes(worker)) this.panel.setWorker(worker);
   }
 
   redraw() { if (this.plotted && this.data) this.draw(); }
 }
 
-export class SystemChart extends Plotted {
+export class SystemChart extends Drawn {
   constructor(panel, metric, device) {
     super(panel);
     this.metric = metric;
@@ -213,53 +200,48 @@ export class SystemChart extends Plotted {
       }
       if (this.key !== key) return;
       this.data = data;
-      await this.draw();
+      this.draw();
     } catch (error) {
       this.state(error.message, true);
     }
   }
 
-  async draw() {
+  draw() {
     let series = this.data.series.filter((s) => s.metric === this.metric && (this.device ? s.device !== "" : s.device === ""));
     series.sort((a, b) => natural(a.worker, b.worker) || natural(a.device, b.device));
-    if (!series.length) { this.state("No samples in this range."); return; }
+    if (!series.length) { this.empty(); return; }
     const unit = metricInfo(this.metric, topOf(series));
     this.title.textContent = infoTitle(unit);
     const scale = (v) => scaled(v, unit);
     const step = this.data.step_ms;
-    const at = (t) => toPlotTime(t + step / 2);
-    const traces = [];
+    const at = (t) => t + step / 2;
+    const lines = [];
     const dev = deviceLabel(this.metric);
     if (series.length > MAX_LINES) {
       const agg = aggregate(series);
       const x = agg.t.map(at);
-      traces.push({ type: "scatter", mode: "lines", x, y: agg.max.map(scale), line: { width: 0 }, hoverinfo: "skip", showlegend: false });
-      traces.push({ type: "scatter", mode: "lines", x, y: agg.min.map(scale), line: { width: 0 }, fill: "tonexty",
-        fillcolor: alpha(color(0), 0.18), name: "min – max", hoverinfo: "skip" });
-      traces.push({ type: "scatter", mode: modeOf(x.length), x, y: agg.mean.map(scale), name: `mean of ${series.length}`,
-        line: { color: color(0), width: 1.7 }, marker: { size: 6, color: color(0) },
-        customdata: agg.min.map((v, i) => [unit.fmt(v), unit.fmt(agg.max[i])]),
-        hovertemplate: `%{y:.3~f}${unit.suffix} <span style="opacity:.7">min %{customdata[0]} · max %{customdata[1]}</span><extra>mean</extra>` });
+      lines.push({ name: "max", x, y: agg.max.map(scale), width: 0, legend: false });
+      lines.push({ name: "min – max", x, y: agg.min.map(scale), width: 0, legend: false,
+        fill: alpha(color(0), 0.18) });
+      lines.push({ name: `mean of ${series.length}`, x, y: agg.mean.map(scale), color: color(0),
+        points: x.length <= FEW_POINTS,
+        detail: (j) => `(min ${unit.fmt(agg.min[j])} · max ${unit.fmt(agg.max[j])})` });
       this.meta.textContent = `${series.length} series: mean with min–max`;
     } else {
       series.forEach((s, i) => {
         const name = this.device ? (this.panel.selected().length === 1 ? `${dev} ${s.device}` : `${s.worker} · ${dev} ${s.device}`) : s.worker;
-        traces.push({ type: "scatter", mode: modeOf(s.t.length), name, x: s.t.map(at), y: s.avg.map(scale),
-          line: { color: color(i), width: 1.4 }, marker: { size: 6, color: color(i) },
-          hovertemplate: `%{y:.4~f}${unit.suffix}<extra>${name}</extra>` });
+        lines.push({ name, x: s.t.map(at), y: s.avg.map(scale), color: color(i), width: 1.4,
+          points: s.t.length <= FEW_POINTS });
       });
       this.meta.textContent = `${series.length} series · ${stepText(step)} step`;
     }
-    const many = traces.length > 8;
-    const legend = !many && traces.length > 1;
-    await this.show(traces, this.panel.timeLayout({
-      showlegend: legend, hovermode: many ? "closest" : "x unified",
-      margin: { l: 56, r: 16, t: legend ? 28 : 10, b: 34 },
-      xaxis: { title: { text: "Time", standoff: 4 } },
-      yaxis: { title: { text: unit.axisTitle, standoff: 6 }, ticksuffix: unit.unit === "%" ? "%" : "",
-        tickformat: unit.integer ? "d" : "~r", rangemode: "tozero",
-        range: unit.max === 100 ? [0, 100] : undefined, autorange: unit.max !== 100, fixedrange: true },
-    }, step));
+    const percent = unit.unit === "%" ? "%" : "";
+    this.plot.querySelector(".chart-state, .skeleton")?.remove();
+    drawChart(this.plot, { ...this.common(step), series: lines, time: true,
+      y: { label: unit.axisTitle, zero: true, range: unit.max === 100 ? [0, 100] : null,
+        format: (v) => `${num(v)}${unit.suffix}`, tick: (v) => `${unit.integer ? Math.round(v) : num(v)}${percent}` },
+      onClick: (x) => { if (this.panel.onTimeClick) this.panel.onTimeClick(Math.round(x)); } });
+    this.plotted = true;
   }
 
   redraw() { if (this.plotted && this.data) this.draw(); }

@@ -5,8 +5,7 @@ import { api, jobPath } from "./api.js";
 import { clear, h, isVisible } from "./dom.js";
 import { fullTime, natural } from "./format.js";
 import { hierarchy, nodeGroups } from "./hierarchy.js";
-import { findingAxis, findingShapes } from "./insights.js";
-import { baseLayout, fromPlotTime, markerShape, toPlotTime } from "./plot.js";
+import { findingMarks } from "./insights.js";
 import { HEAT_CELLS, HeatMap, SystemChart } from "./system-charts.js";
 
 const NICE_S = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
@@ -21,14 +20,12 @@ export function chooseStep(spanMs, series, cells = HEAT_CELLS, maxCols = 360, mi
 }
 
 // The x-range a chart shows for data in [start, end] at `step`: at least MIN_VIEW_MS wide, so one sample
-// sits in the middle of a readable axis, and a tick format of the range's scale (never milliseconds).
+// sits in the middle of a readable axis.
 export function timeView(start, end, step) {
   const hi = Math.max(end, start + step);
   const width = hi - start;
   const pad = Math.max(width * 0.02, (MIN_VIEW_MS - width) / 2);
-  const shown = width + 2 * pad;
-  const tickformat = shown <= 15 * 60000 ? "%H:%M:%S" : shown <= 2 * 86400000 ? "%H:%M" : "%b %-d %H:%M";
-  return { range: [start - pad, hi + pad], tickformat };
+  return { range: [start - pad, hi + pad] };
 }
 
 export class SystemPanel {
@@ -194,29 +191,27 @@ export class SystemPanel {
     return this.cache.get(key);
   }
 
-  relayout(event) {
-    if (event["xaxis.autorange"]) {
-      if (this.range) this.setRange(null);
-      else this.setMarker(this.marker); // back to the job's own range, not the one Plotly picks
-      return;
-    }
-    let lo = event["xaxis.range[0]"];
-    let hi = event["xaxis.range[1]"];
-    if (lo === undefined && Array.isArray(event["xaxis.range"])) [lo, hi] = event["xaxis.range"];
-    if (lo === undefined || hi === undefined) return;
-    const start = Math.floor(fromPlotTime(lo));
-    const end = Math.ceil(fromPlotTime(hi));
+  // A chart's drag across [lo, hi] (epoch ms): every chart shows that range.
+  zoom(lo, hi) {
+    const start = Math.floor(lo);
+    const end = Math.ceil(hi);
     if (Number.isFinite(start) && Number.isFinite(end) && end > start) this.setRange([start, end]);
   }
 
-  // A layout whose time axis shows the range asked (or the job's) at a tick format of its scale.
-  timeLayout(extra = {}, step = 0) {
+  // A chart's double-click: the job's whole range again.
+  reset() {
+    if (this.range) this.setRange(null);
+  }
+
+  // The time range the charts show: the one asked for (or the job's), at least MIN_VIEW_MS wide.
+  timeRange(step = 0) {
     const [start, end] = this.span();
-    const view = timeView(start, end, step);
-    const xaxis = { type: "date", hoverformat: "%Y-%m-%d %H:%M:%S", range: view.range.map(toPlotTime),
-      autorange: false, tickformat: view.tickformat };
-    return baseLayout({ ...extra, ...findingAxis(), xaxis: { ...xaxis, ...(extra.xaxis || {}) },
-      shapes: [...findingShapes(), ...(this.marker ? [markerShape(toPlotTime(this.marker))] : [])] });
+    return timeView(start, end, step).range;
+  }
+
+  // What the charts draw over their data: the job's findings and the time marker (marks.js).
+  marks() {
+    return { findings: findingMarks(), line: this.marker };
   }
 
   refresh() {

@@ -1,0 +1,89 @@
+"""Build the browser code the server serves from its own package: uPlot (the web UI's charts), Swagger UI and ReDoc
+(``/docs`` and ``/redoc``), from npm.
+
+``python web-assets/build.py [--force]`` runs ``npm ci`` here (versions pinned by package-lock.json) and copies the
+files the server needs, with their licenses, into the package (both folders are ignored by git):
+``src/jobpulse/ui/static/vendor/`` and ``src/jobpulse/server/docs-static/``. Nothing then has to be fetched from
+another host. It does nothing when they were copied from the versions the lock file pins now. ``scripts/setup`` and
+the wheel build run it; without npm it says so and exits with status 1, and the server then answers the chart pages
+and ``/docs`` with how to build them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PACKAGE = HERE.parent / "src" / "jobpulse"
+# folder in the package -> (file in node_modules, name in that folder)
+TARGETS: dict[Path, tuple[tuple[str, str], ...]] = {
+    PACKAGE / "ui" / "static" / "vendor": (
+        ("uplot/dist/uPlot.esm.js", "uPlot.esm.js"),
+        ("uplot/dist/uPlot.min.css", "uPlot.min.css"),
+        ("uplot/LICENSE", "uPlot.LICENSE"),
+    ),
+    PACKAGE / "server" / "docs-static": (
+        ("swagger-ui-dist/swagger-ui-bundle.js", "swagger-ui-bundle.js"),
+        ("swagger-ui-dist/swagger-ui.css", "swagger-ui.css"),
+        ("swagger-ui-dist/favicon-32x32.png", "favicon-32x32.png"),
+        ("swagger-ui-dist/LICENSE", "swagger-ui-dist.LICENSE"),
+        ("swagger-ui-dist/NOTICE", "swagger-ui-dist.NOTICE"),
+        ("swagger-ui-dist/swagger-ui-bundle.js.LICENSE.txt", "swagger-ui-bundle.js.LICENSE.txt"),
+        ("redoc/bundles/redoc.standalone.js", "redoc.standalone.js"),
+        ("redoc/bundles/redoc.standalone.js.LICENSE.txt", "redoc.standalone.js.LICENSE.txt"),
+        ("redoc/LICENSE", "redoc.LICENSE"),
+    ),
+}
+STAMP = "package-lock.sha256"  # in each folder: the lock file its files were copied from
+
+
+def _lock_digest() -> str:
+    return hashlib.sha256((HERE / "package-lock.json").read_bytes()).hexdigest()
+
+
+def built() -> bool:
+    """Whether every file is in the package, copied from the packages the lock file pins now."""
+    digest = _lock_digest()
+    for target, files in TARGETS.items():
+        stamp = target / STAMP
+        if not (stamp.is_file() and stamp.read_text() == digest):
+            return False
+        if not all((target / name).is_file() for _, name in files):
+            return False
+    return True
+
+
+def build() -> None:
+    """Install the pinned packages and copy their files into the package; raise when npm is missing or fails."""
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("npm is not installed: install Node.js (which brings npm) to build them")
+    subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE, check=True)
+    digest = _lock_digest()
+    for target, files in TARGETS.items():
+        target.mkdir(parents=True, exist_ok=True)
+        for source, name in files:
+            shutil.copyfile(HERE / "node_modules" / source, target / name)
+        (target / STAMP).write_text(digest)
+
+
+def main() -> int:
+    folders = ", ".join(str(target) for target in TARGETS)
+    if built() and "--force" not in sys.argv[1:]:
+        print(f"web assets up to date in {folders}")
+        return 0
+    try:
+        build()
+    except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
+        print(f"web assets (the UI's charts, /docs and /redoc) not built: {exc}", file=sys.stderr)
+        return 1
+    print(f"web assets in {folders}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
