@@ -45,6 +45,15 @@ def test_the_assets_answer_with_their_types(anonymous: TestClient) -> None:
     assert anonymous.get("/docs/assets/redoc.standalone.js").headers["content-type"].startswith("text/javascript")
 
 
+@needs_assets
+def test_an_asset_is_sent_compressed_and_revalidated_without_its_body(anonymous: TestClient) -> None:
+    first = anonymous.get("/docs/assets/redoc.standalone.js", headers={"Accept-Encoding": "gzip"})
+    assert first.headers["content-encoding"] == "gzip" and first.headers["etag"]
+    assert int(first.headers["content-length"]) < len(first.content) / 2  # what travelled, against its size
+    again = anonymous.get("/docs/assets/redoc.standalone.js", headers={"If-None-Match": first.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+
+
 @pytest.mark.parametrize("path", ["/docs", "/redoc"])
 def test_the_documentation_runs_scripts_of_this_server_only(anonymous: TestClient, path: str) -> None:
     directives = policy(anonymous.get(path))

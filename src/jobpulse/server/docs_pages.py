@@ -13,13 +13,14 @@ from html import escape
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
-from starlette.responses import FileResponse, HTMLResponse, Response
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
 
+from .. import static_files
 from .responses import error_response
 
 ASSETS = Path(__file__).resolve().parent / "docs-static"
 ASSETS_URL = "/docs/assets"
-_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".png": "image/png"}
 _SERVED = ("swagger-ui-bundle.js", "swagger-ui.css", "favicon-32x32.png", "redoc.standalone.js")
 
 # Starts Swagger UI on the element #swagger-ui with the spec named by its data-spec attribute.
@@ -99,13 +100,12 @@ def install(app: FastAPI, assets: Path = ASSETS) -> None:
 
     @router.get(ASSETS_URL + "/swagger-init.js")
     async def swagger_init() -> Response:
-        return Response(_SWAGGER_INIT, media_type=_TYPES[".js"], headers={"Cache-Control": "no-cache"})
+        return Response(_SWAGGER_INIT, media_type=static_files.TYPES[".js"], headers={"Cache-Control": "no-cache"})
 
     @router.get(ASSETS_URL + "/{name}")
-    async def asset(name: str) -> Response:
+    async def asset(request: Request, name: str) -> Response:
         if name not in _SERVED or not (assets / name).is_file():
             return error_response(404, "not_found", f"no such documentation asset: {name}", "name")
-        media = _TYPES[Path(name).suffix]
-        return FileResponse(assets / name, media_type=media, headers={"Cache-Control": "public, max-age=86400"})
+        return static_files.answer(request, f"docs:{assets / name}", assets / name, "public, max-age=86400")
 
     app.include_router(router)

@@ -9,6 +9,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from starlette.responses import HTMLResponse, Response
 
+from .. import static_files
 from ..errors import Forbidden, Unauthorized
 from ..server.context import context
 from ..store import ApiKey
@@ -167,7 +168,7 @@ def jobs_alias() -> Response:
 def static_file(request: Request, release: str, name: str) -> Response:
     current = release == assets.version()
     cache = "public, max-age=31536000, immutable" if current else "no-cache"
-    return assets.answer(request, f"static:{name}", assets.static_path(name), cache)
+    return static_files.answer(request, f"static:{name}", assets.static_path(name), cache)
 
 
 @router.get("/ui/vendor/{name}")
@@ -176,4 +177,4 @@ def vendor_file(request: Request, name: str) -> Response:
         from ..errors import NotFound
 
         raise NotFound(f"no UI file {quote(name)!r}", field="name")
-    return assets.answer(request, "plotly", assets.plotly_path(), "public, max-age=31536000, immutable")
+    return static_files.answer(request, "plotly", assets.plotly_path(), "public, max-age=31536000, immutable")
