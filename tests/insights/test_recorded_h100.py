@@ -11,39 +11,20 @@ from the recorded 1 s series, not written down.
 
 from __future__ import annotations
 
-import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
+from recordings import MINUTE, SCALED, evaluate, of_kind, synced
 
-from jobpulse.cli import main
 from jobpulse.client import Client
-from jobpulse.credentials import Credentials
-from jobpulse.testing import running_server
 
 pytestmark = pytest.mark.e2e
 
-DATA = Path(__file__).parent.parent / "agent" / "data"
 SPOOLS = ("spool_h100_lightning_gpt2.tgz", "spool_h100_ranks.tgz")
 JOBS = ("h100-lightning", "h100-gpt2", "h100-single", "h100-two-ranks")
-MINUTE = 60_000
 SAMPLE = 1_000  # the recordings' sampling interval (ms)
-# The shortest durations the thresholds allow (the recordings last one to three minutes), no warm-up (the runs
-# begin with their idle phase); the utilization levels are the defaults.
-SCALED = {
-    "warmup_s": 0,
-    "resolve_after_s": 60,
-    "idle_min_s": 60,
-    "underused_window_s": 60,
-    "straggler_min_s": 60,
-    "hang_min_s": 60,
-    "spike_window_s": 180,
-    "hardware_min_s": 60,
-    "lost_after_s": 60,
-}
 BUSY_PCT = 50.0  # a sample at or over this is training
 
 
@@ -56,28 +37,17 @@ class Recorded:
     projects: dict[str, dict[str, Any]]  # project -> its thresholds, read back after the change
 
 
-def _evaluate(api: Client, job: str) -> list[dict[str, Any]]:
-    return api.request("POST", f"/jp/v1/jobs/{job}/insights/evaluate")["findings"]
-
-
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     """Both recorded spools synced to one server; every job evaluated at its end under the default thresholds,
     then under SCALED (set on the jobs' projects through the thresholds API)."""
-    with running_server() as server:
-        for name in SPOOLS:
-            spool = tmp_path_factory.mktemp("recorded")
-            with tarfile.open(DATA / name) as archive:
-                archive.extractall(spool, filter="data")
-            argv = ["sync", "--spool-dir", str(spool / "spool"), "--url", server.url, "--api-key", server.api_key]
-            assert main([*argv, "--any-url"]) == 0
-        api = Client(Credentials(server.url, server.api_key), timeout=30)
-        default = {job: _evaluate(api, job) for job in JOBS}
+    with synced(SPOOLS, tmp_path_factory.mktemp("recorded")) as api:
+        default = {job: evaluate(api, job) for job in JOBS}
         projects = {api.request("GET", f"/jp/v1/jobs/{job}")["job"]["project"] for job in JOBS}
         for project in projects:
             api.request("PUT", f"/jp/v1/projects/{project}/insights/thresholds", json=SCALED)
         read = {p: api.request("GET", f"/jp/v1/projects/{p}/insights/thresholds") for p in sorted(projects)}
-        scaled = {job: _evaluate(api, job) for job in JOBS}
+        scaled = {job: evaluate(api, job) for job in JOBS}
         yield Recorded(api, default, scaled, next(iter(read.values()))["thresholds"], read)
 
 
@@ -150,10 +120,6 @@ def _expected_idle(samples: Samples, began: int, ended: int, threshold: float, n
     return [(max(a, began), min(b, ended)) for a, b in covered]
 
 
-def _of(findings: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [f for f in findings if f["kind"] == kind]
-
-
 @pytest.mark.parametrize("job", JOBS)
 def test_under_the_default_thresholds_a_recorded_job_has_no_finding(recorded, job):
     assert recorded.default[job] == []
@@ -173,7 +139,7 @@ def test_scaled_idle_findings_cover_the_minutes_the_samples_average_idle(recorde
     expected = _expected_idle(
         samples, began, ended, recorded.thresholds["idle_util_pct"], recorded.thresholds["idle_min_s"]
     )
-    found = sorted((f["started"], f["ended"]) for f in _of(recorded.scaled[job], "idle_gpu"))
+    found = sorted((f["started"], f["ended"]) for f in of_kind(recorded.scaled[job], "idle_gpu"))
     assert len(found) == len(expected)
     if job in ("h100-lightning", "h100-gpt2"):  # the two with a whole minute of idle
         assert expected
@@ -186,7 +152,7 @@ def test_each_idle_finding_lies_on_an_idle_phase_of_the_samples(recorded, job):
     """Within the detectors' resolution: each bound within a minute of the idle phase the 1 s samples show."""
     samples = _samples(recorded.api, job)
     phases = samples.phases(recorded.thresholds["idle_util_pct"])
-    for finding in _of(recorded.scaled[job], "idle_gpu"):
+    for finding in of_kind(recorded.scaled[job], "idle_gpu"):
         start, end = finding["started"], finding["ended"]
         overlapping = [(a, b) for a, b in phases if a < end and b > start]
         assert overlapping, (finding, phases)
@@ -198,7 +164,7 @@ def test_no_idle_finding_spans_a_busy_sample(recorded, job):
     samples = _samples(recorded.api, job)
     busy = [t for t, util in zip(samples.t, samples.util, strict=True) if util >= BUSY_PCT]
     assert busy  # every recorded job trained
-    for finding in _of(recorded.scaled[job], "idle_gpu"):
+    for finding in of_kind(recorded.scaled[job], "idle_gpu"):
         assert not [t for t in busy if finding["started"] <= t < finding["ended"]], finding
 
 
@@ -209,7 +175,7 @@ def test_scaled_underuse_is_found_only_in_minutes_averaging_under_its_level(reco
     means = samples.minutes()
     level = recorded.thresholds["underused_util_pct"]
     flagged = set()
-    for finding in _of(recorded.scaled[job], "underused"):
+    for finding in of_kind(recorded.scaled[job], "underused"):
         flagged |= {m for m in means if finding["started"] < m + MINUTE and m < finding["ended"]}
     assert all(means[m] < level for m in flagged)
     assert all(m in flagged for m, mean in means.items() if mean < level and _covered(m, began, ended) == 1.0)
@@ -235,7 +201,7 @@ def test_a_run_sent_after_it_ended_is_evaluated_over_its_samples(recorded):
     samples = _samples(recorded.api, "h100-lightning")
     row = recorded.api.request("GET", "/jp/v1/jobs/h100-lightning")["job"]
     assert row["started"] > samples.t[-1] + MINUTE
-    idle = _of(recorded.scaled["h100-lightning"], "idle_gpu")
+    idle = of_kind(recorded.scaled["h100-lightning"], "idle_gpu")
     assert idle and all(samples.t[0] <= f["started"] < samples.t[-1] for f in idle)
 
 
@@ -252,6 +218,6 @@ def test_two_ranks_sharing_one_gpu_are_told_apart_only_by_their_step_rates(recor
     slower, faster = sorted(rates, key=rates.get)
     gap_pct = (1 - rates[slower] / rates[faster]) * 100
     expected = [slower] if gap_pct > recorded.thresholds["straggler_gap_pct"] else []
-    assert [f["worker"] for f in _of(recorded.scaled["h100-two-ranks"], "straggler")] == expected
+    assert [f["worker"] for f in of_kind(recorded.scaled["h100-two-ranks"], "straggler")] == expected
     workers = recorded.api.request("GET", "/jp/v1/jobs/h100-two-ranks")["workers"]
     assert [w["worker"] for w in workers] == ["worker-0"]

@@ -10,36 +10,19 @@ checked against the whole minutes inside its phase and the minutes its phase tou
 from __future__ import annotations
 
 import json
-import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
+from recordings import DATA, MINUTE, SCALED, evaluate, of_kind, synced
 
-from jobpulse.cli import main
 from jobpulse.client import Client
-from jobpulse.credentials import Credentials
-from jobpulse.testing import running_server
 
 pytestmark = pytest.mark.e2e
 
-DATA = Path(__file__).parent.parent / "agent" / "data"
 SPOOLS = ("spool_h100_insights.tgz", "spool_h100_agent_check.tgz")
 JOBS = ("gpu-phases", "gpu-straggler", "gpu-agent-check")
-MINUTE = 60_000
-SCALED = {
-    "warmup_s": 0,
-    "resolve_after_s": 60,
-    "idle_min_s": 60,
-    "underused_window_s": 60,
-    "straggler_min_s": 60,
-    "hang_min_s": 60,
-    "spike_window_s": 180,
-    "hardware_min_s": 60,
-    "lost_after_s": 60,
-}
 
 
 @dataclass(frozen=True)
@@ -79,25 +62,10 @@ class Recorded:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
-    with running_server() as server:
-        for name in SPOOLS:
-            spool = tmp_path_factory.mktemp("recorded")
-            with tarfile.open(DATA / name) as archive:
-                archive.extractall(spool, filter="data")
-            argv = ["sync", "--spool-dir", str(spool / "spool"), "--url", server.url, "--api-key", server.api_key]
-            assert main([*argv, "--any-url"]) == 0
-        api = Client(Credentials(server.url, server.api_key), timeout=30)
-
-        def evaluate(job: str) -> list[dict[str, Any]]:
-            return api.request("POST", f"/jp/v1/jobs/{job}/insights/evaluate")["findings"]
-
-        default = {job: evaluate(job) for job in JOBS}
+    with synced(SPOOLS, tmp_path_factory.mktemp("recorded")) as api:
+        default = {job: evaluate(api, job) for job in JOBS}
         api.request("PUT", "/jp/v1/projects/insights-h100/insights/thresholds", json=SCALED)
-        yield Recorded(api, default, {job: evaluate(job) for job in JOBS})
-
-
-def _of(findings: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [f for f in findings if f["kind"] == kind]
+        yield Recorded(api, default, {job: evaluate(api, job) for job in JOBS})
 
 
 def _within(finding: dict[str, Any], phase: Phase) -> bool:
@@ -122,7 +90,7 @@ def test_default_thresholds_find_nothing_in_runs_shorter_than_their_durations(re
 
 
 def test_the_input_bound_phase_is_underused_with_its_cause_and_its_minutes(recorded):
-    (finding,) = _of(recorded.scaled["gpu-phases"], "underused")
+    (finding,) = of_kind(recorded.scaled["gpu-phases"], "underused")
     phase = PHASES[("gpu-phases", "input-bound")]
     assert finding["started"] <= phase.whole[0]
     evidence = finding["evidence"]
@@ -133,7 +101,7 @@ def test_the_input_bound_phase_is_underused_with_its_cause_and_its_minutes(recor
 
 
 def test_the_hang_is_found_in_the_hang_phase_only(recorded):
-    (finding,) = _of(recorded.scaled["gpu-phases"], "hang")
+    (finding,) = of_kind(recorded.scaled["gpu-phases"], "hang")
     phase = PHASES[("gpu-phases", "hang")]
     assert finding["severity"] == "critical" and finding["evidence"]["state"] == "stalled"
     assert phase.touched[0] <= finding["started"] <= phase.whole[0]
@@ -142,14 +110,14 @@ def test_the_hang_is_found_in_the_hang_phase_only(recorded):
 
 
 def test_the_gpu_idle_while_hung_is_an_idle_gpu_and_the_input_bound_gpu_is_not(recorded):
-    (finding,) = _of(recorded.scaled["gpu-phases"], "idle_gpu")
+    (finding,) = of_kind(recorded.scaled["gpu-phases"], "idle_gpu")
     phase = PHASES[("gpu-phases", "hang")]
     assert phase.touched[0] <= finding["started"] <= phase.whole[0] and finding["ended"] <= phase.touched[1]
     assert finding["evidence"]["max_util_pct"] == 0.0
 
 
 def test_the_slowed_rank_is_the_straggler_from_when_it_was_slowed(recorded):
-    (finding,) = _of(recorded.scaled["gpu-straggler"], "straggler")
+    (finding,) = of_kind(recorded.scaled["gpu-straggler"], "straggler")
     phase = PHASES[("gpu-straggler", "slowed")]
     assert (finding["worker"], finding["signal"]) == ("worker-1", "step_rate")
     assert phase.touched[0] <= finding["started"] <= phase.whole[0] + MINUTE
@@ -159,10 +127,17 @@ def test_the_slowed_rank_is_the_straggler_from_when_it_was_slowed(recorded):
     assert rates["worker-0"] > 2 * rates["worker-1"]  # rank 1 slept three of its steps' time after each step
 
 
-@pytest.mark.parametrize(("job", "kind"), [("gpu-phases", "straggler"), ("gpu-straggler", "hang")])
+@pytest.mark.parametrize(
+    ("job", "kind"),
+    [
+        ("gpu-phases", "straggler"),
+        ("gpu-straggler", "hang"),
+        ("gpu-straggler", "idle_gpu"),
+        ("gpu-straggler", "underused"),
+    ],
+)
 def test_nothing_else_is_found(recorded, job, kind):
-    assert _of(recorded.scaled[job], kind) == []
-    assert _of(recorded.scaled["gpu-straggler"], "idle_gpu") == _of(recorded.scaled["gpu-straggler"], "underused") == []
+    assert of_kind(recorded.scaled[job], kind) == []
 
 
 def _series(api: Client, job: str, metrics: str) -> dict[str, list[float]]:
@@ -184,4 +159,4 @@ def test_full_load_at_the_power_cap_is_no_hardware_finding(recorded):
     phase = PHASES[("gpu-agent-check", "healthy")]
     assert sum(values["gpu_power_capped"]) * 1000 >= (phase.ended - phase.started) * 0.8  # capped most of the load
     assert max(values["gpu_power_w"]) >= 650.0 and max(values["gpu_throttle_power"]) == 0.0
-    assert _of(recorded.scaled["gpu-agent-check"], "hardware") == []
+    assert of_kind(recorded.scaled["gpu-agent-check"], "hardware") == []
