@@ -1,5 +1,5 @@
-"""Build the browser code the server serves from its own package: uPlot (the web UI's charts), Swagger UI and ReDoc
-(``/docs`` and ``/redoc``), from npm.
+"""Build the browser code the server serves from its own package: uPlot (the web UI's charts), Plotly.js (the Plotly
+figures jobs report), Swagger UI and ReDoc (``/docs`` and ``/redoc``), from npm.
 
 ``python web-assets/build.py [--force]`` runs ``npm ci`` here (versions pinned by package-lock.json) and copies the
 files the server needs, with their licenses, into the package (both folders are ignored by git):
@@ -25,6 +25,8 @@ TARGETS: dict[Path, tuple[tuple[str, str], ...]] = {
         ("uplot/dist/uPlot.esm.js", "uPlot.esm.js"),
         ("uplot/dist/uPlot.min.css", "uPlot.min.css"),
         ("uplot/LICENSE", "uPlot.LICENSE"),
+        ("plotly.js-dist-min/plotly.min.js", "plotly.min.js"),
+        ("plotly.js-dist-min/LICENSE", "plotly.js.LICENSE"),
     ),
     PACKAGE / "server" / "docs-static": (
         ("swagger-ui-dist/swagger-ui-bundle.js", "swagger-ui-bundle.js"),
@@ -79,7 +81,7 @@ def main() -> int:
     try:
         build()
     except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
-        print(f"web assets (the UI's charts, /docs and /redoc) not built: {exc}", file=sys.stderr)
+        print(f"web assets (the UI's charts and plots, /docs and /redoc) not built: {exc}", file=sys.stderr)
         return 1
     print(f"web assets in {folders}")
     return 0

@@ -2,8 +2,8 @@
 
 The pages are plain HTML shells with JavaScript modules (``static/``) that read the native API with the browser's
 session cookie. Time series and the heat map are drawn with uPlot, built from npm into ``static/vendor/`` when the
-package is set up (``web-assets/build.py``); the Plotly figures a job reports are shown with Plotly.js from the
-installed ``plotly`` package, loaded only there. A page needs nothing beyond this server. A page holds no inline
+package is set up (``web-assets/build.py``); the Plotly figures a job reports are shown with Plotly.js, built
+alike and loaded only there. A page needs nothing beyond this server. A page holds no inline
 script (its data travel in JSON blocks), so it runs under the strict policy of ``server/headers.py``.
 """
 

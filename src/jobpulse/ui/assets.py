@@ -1,5 +1,5 @@
-"""Static files of the UI (uPlot among them, built from npm into ``static/vendor/``) and the Plotly.js bundle of the
-installed ``plotly`` package, answered by ``static_files.answer``; the modules a page imports.
+"""Static files of the UI (uPlot and Plotly.js among them, built from npm into ``static/vendor/``), answered by
+``static_files.answer``; the modules a page imports.
 """
 
 from __future__ import annotations
@@ -15,17 +15,8 @@ STATIC_DIR = Path(__file__).parent / "static"
 # uPlot, the charts' library: ``web-assets/build.py`` copies it from npm (git ignores it)
 UPLOT = "vendor/uPlot.esm.js"
 UPLOT_CSS = "vendor/uPlot.min.css"
+PLOTLY = "vendor/plotly.min.js"  # Plotly.js, for the Plotly figures jobs report, built with uPlot
 BUILD_HINT = "python web-assets/build.py"
-
-
-def plotly_path() -> Path:
-    """The minified Plotly.js that the ``plotly`` Python package ships."""
-    import plotly
-
-    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    if not path.is_file():
-        raise NotFound("plotly.min.js is missing from the installed plotly package")
-    return path
 
 
 def static_path(name: str) -> Path:

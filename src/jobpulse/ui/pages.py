@@ -32,9 +32,8 @@ def static_prefix() -> str:
 
 
 def plotly_url() -> str:
-    import plotly
-
-    return f"/ui/vendor/plotly-{plotly.__version__}.min.js"
+    """Plotly.js, for the Plotly figures a job reported (built from npm with uPlot: ``web-assets/``)."""
+    return f"{static_prefix()}/{assets.PLOTLY}"
 
 
 def render_error(status: int, code: str, message: str, field: str | None) -> Response:
@@ -169,12 +168,3 @@ def static_file(request: Request, release: str, name: str) -> Response:
     current = release == assets.version()
     cache = "public, max-age=31536000, immutable" if current else "no-cache"
     return static_files.answer(request, f"static:{name}", assets.static_path(name), cache)
-
-
-@router.get("/ui/vendor/{name}")
-def vendor_file(request: Request, name: str) -> Response:
-    if not re.fullmatch(r"plotly-[0-9A-Za-z.+-]+\.min\.js", name):
-        from ..errors import NotFound
-
-        raise NotFound(f"no UI file {quote(name)!r}", field="name")
-    return static_files.answer(request, "plotly", assets.plotly_path(), "public, max-age=31536000, immutable")
