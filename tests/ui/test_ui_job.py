@@ -6,7 +6,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from uitools import DEMO, call, plot_data, screenshot, wait_chart
+from uitools import DEMO, call, element, plot_data, screenshot, wait_chart
 
 from jobpulse.testing import ServerProcess
 
@@ -57,7 +57,7 @@ def test_zooming_fetches_a_finer_series_for_the_range(page: Any) -> None:
     lo, hi = int(query["x_min"][0]), int(query["x_max"][0])
     assert 1000 < lo < hi < 2000
     page.wait_for_function(f"""() => {{
-        const t = (document.querySelector('{LOSS}').data || []).find(t => t.name === 'train');
+        const t = ({element(LOSS)}.data || []).find(t => t.name === 'train');
         return t && Math.min(...t.x) >= {lo} && Math.max(...t.x) <= {hi};
     }}""")
     train = next(t for t in plot_data(page, LOSS) if t["name"] == "train")
@@ -66,7 +66,7 @@ def test_zooming_fetches_a_finer_series_for_the_range(page: Any) -> None:
     with page.expect_request(lambda r: "/scalars/chart" in r.url and "metric=loss" in r.url and "x_min=" not in r.url):
         page.locator(f"{LOSS} .u-over").dblclick()  # the whole series again
     page.wait_for_function(f"""() => {{
-        const t = (document.querySelector('{LOSS}').data || []).find(t => t.name === 'train');
+        const t = ({element(LOSS)}.data || []).find(t => t.name === 'train');
         return t && Math.max(...t.x) > 2990;
     }}""")
     assert not page.get_by_role("button", name="Reset zoom").is_visible()
@@ -105,9 +105,9 @@ def test_the_time_axis_and_smoothing(page: Any) -> None:
     open_job(page)
     with page.expect_request(lambda r: "/scalars/chart" in r.url and "axis=time" in r.url):
         page.get_by_role("button", name="Time").click()
-    page.wait_for_function(f"() => document.querySelector('{LOSS}').dataset.axis === 'time'")
+    page.wait_for_function(f"() => ({element(LOSS)}.dataset || {{}}).axis === 'time'")
     page.get_by_label("Smoothing").fill("0.9")
-    page.wait_for_function(f"() => (document.querySelector('{LOSS}').data || []).some(t => t.name === 'train raw')")
+    page.wait_for_function(f"() => ({element(LOSS)}.data || []).some(t => t.name === 'train raw')")
     traces = plot_data(page, LOSS)
     raw = next(t for t in traces if t["name"] == "train raw")
     smooth = next(t for t in traces if t["name"] == "train")
@@ -157,7 +157,7 @@ def test_the_heat_map_names_a_cell_under_the_mouse_and_a_click_picks_its_worker(
     tip.wait_for()
     assert tip.inner_text().startswith("worker-2 · GPU 3\n") and tip.inner_text().endswith("%")
     page.mouse.click(point["x"], point["y"])
-    page.wait_for_function("() => document.querySelector('select[aria-label=Worker]').value === 'worker-2'")
+    page.wait_for_function(f"() => {element('select[aria-label=Worker]')}.value === 'worker-2'")
     with page.expect_request(lambda r: "/system/series" in r.url):
         box = page.locator(".heatmap .u-over").bounding_box()  # a drag across a third of it: that time range
         page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + 20)
@@ -176,7 +176,8 @@ def test_plots_and_images_with_step_navigation(page: Any) -> None:
     image = page.locator('.media-card[data-kind="image"] img')
     image.wait_for()
     assert image.get_attribute("src") == f"/jp/v1/jobs/{DEMO}/files/samples/batch-3000.png"
-    page.wait_for_function("() => document.querySelector('.media-card[data-kind=\"image\"] img').naturalWidth === 64")
+    shown = element('.media-card[data-kind="image"] img')
+    page.wait_for_function(f"() => {shown}.naturalWidth === 64")
     assert page.locator('.media-card[data-kind="image"]').get_attribute("data-iter") == "3000"
     assert page.locator('.media-card[data-kind="image"]').get_by_label("Next step").is_disabled()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from uitools import DEMO, SECOND, call, screenshot
+from uitools import DEMO, SECOND, call, element, screenshot
 
 from jobpulse.testing import ServerProcess
 
@@ -24,7 +24,8 @@ def test_the_jobs_list_shows_the_demo_job_with_its_latest_loss(page: Any, ui_ser
     assert "loss · train" in headers  # a ClearML-shaped title and series: metric · variant
     cells = row.locator("td").all_inner_texts()
     assert cells[headers.index("loss · train")] == f"{loss['value']:.4g}"
-    page.wait_for_function(f"() => document.querySelector('tr[data-job=\"{DEMO}\"] .workers-cell').textContent === '4'")
+    workers = element(f'tr[data-job="{DEMO}"] .workers-cell')
+    page.wait_for_function(f"() => {workers}.textContent === '4'")
     screenshot(page, "jobs.png")
 
 

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 import orjson
 import pytest
-from uitools import DEMO, call, screenshot, wait_chart
+from uitools import DEMO, call, element, screenshot, wait_chart
 
 from jobpulse.testing import ServerProcess
 
@@ -84,7 +84,7 @@ def test_filters_by_worker_and_level(page: Any, ui_server: ServerProcess) -> Non
             && r.querySelector('.l').textContent === 'error');
     }""")
     status, count = call(ui_server, "GET", f"/jp/v1/jobs/{DEMO}/logs/count?worker=worker-2&level=error")
-    page.wait_for_function(f"() => document.querySelector('.logs-count').dataset.matches === '{count['lines']}'")
+    page.wait_for_function(f"() => ({element('.logs-count')}.dataset || {{}}).matches === '{count['lines']}'")
     assert page.locator(ROWS).count() == count["lines"]
     assert "worker=worker-2" in page.url and "level=error" in page.url
 
@@ -112,7 +112,7 @@ def test_a_line_time_opens_the_charts_at_that_time_and_back(page: Any) -> None:
     link.click()
     page.wait_for_url(f"**/jobs/{DEMO}?at={at}**")
     chart = '.chart[data-metric="loss"]'
-    page.wait_for_function(f"() => (document.querySelector('{chart}').marks || {{}}).line === {at}")  # the marker
+    page.wait_for_function(f"() => ({element(chart)}.marks || {{}}).line === {at}")  # the marker
     shown = page.eval_on_selector(
         chart, "el => ({axis: el.dataset.axis, range: [el.chart.scales.x.min, el.chart.scales.x.max]})"
     )

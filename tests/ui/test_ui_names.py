@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from uitools import plot_data, screenshot, wait_chart
+from uitools import element, plot_data, screenshot, wait_chart
 
 from jobpulse.sdk.run import Run
 from jobpulse.testing import ServerProcess
@@ -90,7 +90,8 @@ def test_filtering_hides_the_sections_without_a_match(page: Any, logged: tuple[s
     page.goto(f"/jobs/{logged[0]}")
     page.locator('.chart-section[data-section="val"]').wait_for()
     page.get_by_label("Filter metrics").fill("acc")
-    page.wait_for_function("() => document.querySelector('.chart-section[data-section=\"train\"]').hidden")
+    train = element('.chart-section[data-section="train"]')
+    page.wait_for_function(f"() => {train}.hidden")
     visible = page.locator(".chart-section:not([hidden]) > summary .section-name").all_inner_texts()
     assert visible == ["val"]
 

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 import pytest
-from uitools import DEMO, call, plot_data, screenshot, wait_chart
+from uitools import DEMO, call, element, plot_data, screenshot, wait_chart
 
 from jobpulse.testing import ServerProcess
 
@@ -49,13 +49,11 @@ def test_a_chart_switches_between_the_leader_every_rank_and_the_envelope(page: A
     switch = page.get_by_role("group", name="Ranks of loss")
     with page.expect_request(lambda r: "/scalars/chart" in r.url and "workers=all" in r.url):
         switch.get_by_role("button", name="Every rank").click()
-    page.wait_for_function(
-        f"() => (document.querySelector('{LOSS}').data || []).some(t => t.name === 'train · worker-2')"
-    )
+    page.wait_for_function(f"() => ({element(LOSS)}.data || []).some(t => t.name === 'train · worker-2')")
     assert {"train · worker-0", "train · worker-1", "train · worker-2"} <= _names(page)
     with page.expect_request(lambda r: "/scalars/chart" in r.url and "workers=envelope" in r.url):
         switch.get_by_role("button", name="Envelope").click()
-    page.wait_for_function(f"() => (document.querySelector('{LOSS}').data || []).some(t => t.name === 'train max')")
+    page.wait_for_function(f"() => ({element(LOSS)}.data || []).some(t => t.name === 'train max')")
     traces = {t["name"]: t for t in plot_data(page, LOSS)}
     assert set(traces) == {"train", "train max", "train min"}
     assert min(traces["train min"]["y"]) < 1 and max(traces["train max"]["y"]) > 2  # from rank 0 to rank 2

@@ -47,6 +47,12 @@ def call(
         return exc.code, orjson.loads(payload) if payload.startswith(b"{") else None
 
 
+def element(selector: str) -> str:
+    """JavaScript for the element ``selector`` names, or an empty object while the page has none (between two
+    drawings): for the predicates of ``wait_for_function``, which fail on the first error they throw."""
+    return f"(document.querySelector({orjson.dumps(selector).decode()}) || {{}})"
+
+
 @contextmanager
 def error_checked(tab: Any) -> Iterator[Any]:
     """``tab`` for the block; fails the test after it if the page threw an uncaught error."""
