@@ -2,10 +2,15 @@
 
 A scan of the bytes with numpy finds the lines, refuses a body of more events than a batch holds, and refuses a
 line longer than ``MAX_LINE_BYTES`` or nested deeper than ``MAX_DEPTH``: orjson and Arrow's JSON reader then only
-ever see lines they parse in bounded time and stack. Nesting is bounded cheaply first (a line cannot be nested deeper
-than it has ``[`` and ``{`` bytes); only a line with more of them than ``MAX_DEPTH`` is scanned exactly, with the
-brackets inside strings left out. The scan reads the body in slices of ``_SLICE`` bytes, so that its memory stays
-small whatever the body holds.
+ever see lines they parse in bounded time and stack.
+
+Nesting is bounded cheaply first. A line cannot be nested deeper than it has ``[`` and ``{`` bytes, and every other
+line that starts with one holds at least that one: so no line holds more than the body's count of them less the
+lines that start with one, plus one. Where that is at most ``MAX_DEPTH`` (a body of flat events), nothing more is
+read; otherwise each line's count is taken, and only a line with more than ``MAX_DEPTH`` is scanned exactly, with
+the brackets inside strings left out. The scan reads the body in slices of ``_SLICE`` bytes, each read whole while
+it is in the processor's cache, so that its memory stays small whatever the body holds; on the way it notes what
+the reader of a whole body asks of it (is it ASCII, does it hold a backslash), so that no other pass reads it.
 """
 
 from __future__ import annotations
@@ -18,127 +23,140 @@ from ..errors import BadRequest, PayloadTooLarge
 
 MAX_DEPTH = 64  # arrays and objects inside one another, the event's own object included
 MAX_LINE_BYTES = 8 << 20  # room for the largest log line (1 Mi characters, each escaped) or plot (4 MiB)
-_SLICE = 1 << 20
+_SLICE = 1 << 18
 _NEWLINE, _QUOTE, _BACKSLASH = 0x0A, 0x22, 0x5C
 _OPEN, _CLOSE = 0x7B, 0x7D  # '{' and '}'; '[' and ']' read the same once bit 0x20 is set
 _BLANKS = b" \t\r"
+_BLANK_MOST = 0x20  # no blank byte is above the space
 
 
 @dataclass
 class Lines:
     """The lines of a body that hold an event (blank lines hold none), as byte ranges without their surrounding
-    blanks; ``refused`` lists the lines past a limit, as (line numbers, reason, detail)."""
+    blanks; ``refused`` lists the lines past a limit, as (line numbers, reason, detail). ``first`` and ``last`` are
+    the first and last byte of each line, where the scan kept them; ``longest`` is the length of the longest.
+    ``ascii`` and ``backslash`` say whether every byte of the body is ASCII and whether one is a backslash, where the
+    scan saw it (without it: not known to be ASCII, and maybe a backslash)."""
 
     starts: np.ndarray
     ends: np.ndarray
     refused: list[tuple[np.ndarray, str, str]] = field(default_factory=list)
+    first: np.ndarray | None = None
+    last: np.ndarray | None = None
+    longest: int = -1
+    ascii: bool = False
+    backslash: bool = True
+
+    def __post_init__(self) -> None:
+        if self.longest < 0:
+            self.longest = int((self.ends - self.starts).max()) if len(self) else 0
 
     def __len__(self) -> int:
         return len(self.starts)
 
     def objects(self, data: bytes) -> bool:
-        """Whether every line starts with '{' and ends with '}', and none was refused."""
+        """Whether every line starts with '{' and ends with '}', and none was refused (``data``, the body, is read
+        only where the scan did not keep the lines' first and last bytes)."""
         if self.refused or not len(self):
             return False
-        text = np.frombuffer(data, np.uint8)
-        return bool((text[self.starts] == _OPEN).all() and (text[self.ends - 1] == _CLOSE).all())
+        if self.first is None or self.last is None:
+            text = np.frombuffer(data, np.uint8)
+            self.first, self.last = text[self.starts], text[self.ends - 1]
+        return bool((self.first == _OPEN).all() and (self.last == _CLOSE).all())
 
 
 def scan_lines(data: bytes, max_events: int) -> Lines:
     """The lines of ``data``; raises PayloadTooLarge past ``max_events`` lines and BadRequest where there are none."""
     text = np.frombuffer(data, np.uint8)
-    starts, ends, opens = [], [], []
-    line_start, carried, count = 0, 0, 0
+    found: list[tuple[np.ndarray, ...]] = []  # (starts, ends, first bytes, last bytes) of the lines of each slice
+    line_start, count, opening, all_ascii, backslash = 0, 0, 0, True, False
+    buffers = np.empty(min(_SLICE, len(text)), np.uint8), np.empty(min(_SLICE, len(text)), bool)
     for at in range(0, len(text), _SLICE):
         part = text[at : at + _SLICE]
-        breaks = np.flatnonzero(part == _NEWLINE)
-        per_line = _opening_per_line(part, breaks)
+        opened, breaks = _read_slice(part, *buffers)
+        # what the reader asks of the body, seen while the slice is in the cache
+        opening, all_ascii = opening + opened, all_ascii and int(part.max()) < 0x80
+        backslash = backslash or data.find(b"\\", at, at + len(part)) >= 0
+        if not len(breaks):
+            continue
         breaks += at
-        per_line[0] += carried
-        if len(breaks):
-            first = np.concatenate(([line_start], breaks[:-1] + 1))
-            kept = _trimmed(data, text, first, breaks)
-            starts.append(kept[0])
-            ends.append(kept[1])
-            opens.append(per_line[:-1][kept[2]])
-            count += len(kept[0])
-            if count > max_events:
-                raise PayloadTooLarge(f"a batch holds at most {max_events} events", field="body")
-            line_start = int(breaks[-1]) + 1
-        carried = int(per_line[-1])
-    last = _trimmed(data, text, np.array([line_start]), np.array([len(text)]))
-    starts.append(last[0])
-    ends.append(last[1])
-    opens.append(np.array([carried])[last[2]])
-    lines = Lines(np.concatenate(starts).astype(np.int64), np.concatenate(ends).astype(np.int64))
+        found.append(_trimmed(data, text, np.concatenate(([line_start], breaks[:-1] + 1)), breaks))
+        count += len(found[-1][0])
+        if count > max_events:
+            raise PayloadTooLarge(f"a batch holds at most {max_events} events", field="body")
+        line_start = int(breaks[-1]) + 1
+    found.append(_trimmed(data, text, np.array([line_start]), np.array([len(text)])))
+    longest = max(int((ends - starts).max(initial=0)) for starts, ends, _, _ in found)
+    starts, ends, first, last = (np.concatenate(column) for column in zip(*found, strict=True))
+    ranges = starts.astype(np.int64, copy=False), ends.astype(np.int64, copy=False)
+    lines = Lines(*ranges, [], first, last, longest, all_ascii, backslash)
     if not len(lines):
         raise BadRequest("body holds no events", field="body")
     if len(lines) > max_events:
         raise PayloadTooLarge(f"a batch holds at most {max_events} events", field="body")
-    _refuse_long_and_deep(data, lines, np.concatenate(opens))
+    _refuse_long_and_deep(data, text, lines, opening)
     return lines
 
 
-def _opening_per_line(part: np.ndarray, breaks: np.ndarray) -> np.ndarray:
-    """At most how many '{' and '[' each piece of ``part`` between its line breaks holds (the last piece may be
-    empty): a bound, counted exactly only where it could pass MAX_DEPTH.
-
-    Each piece that starts with one holds at least that one, so none of the pieces holds more than the part's total
-    less the others that start with one: where that is small, no piece needs counting.
-    """
-    opening = (part | 0x20) == _OPEN
-    pieces = np.concatenate(([0], breaks + 1))
-    filled = pieces < len(part)  # a piece after a break that ends the part holds nothing
-    total = int(np.count_nonzero(opening))
-    starting = int(np.count_nonzero(opening[pieces[1:][filled[1:]]]))  # the pieces after a break that start with one
-    bounds = np.full(len(pieces), total - starting + 1, dtype=np.int64)
-    bounds[0] = total - starting  # the first piece goes on from the part before: it is not among those counted
-    if bounds.max() <= MAX_DEPTH:  # no line can be too deep here (but for what the first held before)
-        return np.minimum(bounds, total)
-    counts = np.zeros(len(pieces), dtype=np.int64)
-    counts[filled] = np.add.reduceat(opening, pieces[filled], dtype=np.int64)
-    return counts
+def _read_slice(part: np.ndarray, folded: np.ndarray, hits: np.ndarray) -> tuple[int, np.ndarray]:
+    """How many '{' and '[' ``part`` holds, and where its line breaks are; ``folded`` and ``hits`` are room for what
+    is worked out on the way (at least as long as ``part``), so that no slice needs memory of its own."""
+    size = len(part)
+    np.bitwise_or(part, 0x20, out=folded[:size])
+    opened = int(np.count_nonzero(np.equal(folded[:size], _OPEN, out=hits[:size])))
+    return opened, np.flatnonzero(np.equal(part, _NEWLINE, out=hits[:size]))
 
 
-def _trimmed(data: bytes, text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple:
-    """The ranges without their leading and trailing blanks, the blank ones left out, and which were kept."""
-    starts, ends = starts.copy(), ends.copy()
+def _trimmed(data: bytes, text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The ranges (each from the start of a line, after a line break or at 0, to its end, at a line break or the end
+    of ``text``) without their leading and trailing blanks, the blank ones left out, and their first and last
+    bytes."""
+    first, last = _edges(text, starts, ends)
+    if len(first) and min(first.min(), last.min()) > _BLANK_MOST:
+        # no range starts or ends with a blank, and none is empty (the byte at an empty one is a line break)
+        return starts, ends, first, last
     for _ in range(4):  # a carriage return, a space or two: a few steps of every line at once
-        lead, trail = _blank_ends(text, starts, ends)
+        filled = starts < ends
+        lead, trail = filled & _is_blank(first), filled & _is_blank(last)
         if not lead.any() and not trail.any():
             break
-        starts += lead
-        ends -= trail & (starts < ends)
-    else:  # longer runs of blanks, line by line
-        lead, trail = _blank_ends(text, starts, ends)
+        starts = starts + lead
+        ends = ends - (trail & (starts < ends))
+        first, last = _edges(text, starts, ends)
+    else:  # longer runs of blanks, line by line (among those the last step trimmed)
+        starts, ends = starts.copy(), ends.copy()
         for i in np.flatnonzero(lead | trail).tolist():
             line = data[starts[i] : ends[i]]
             starts[i] += len(line) - len(line.lstrip(_BLANKS))
             ends[i] -= len(line) - len(line.rstrip(_BLANKS)) if starts[i] < ends[i] else 0
+        first, last = _edges(text, starts, ends)
     kept = starts < ends
-    return starts[kept], ends[kept], kept
+    return starts[kept], ends[kept], first[kept], last[kept]
 
 
-def _blank_ends(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which ranges start with a blank, and which end with one."""
+def _edges(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last byte of each range (of an empty one, some byte: the caller leaves it out)."""
     if not len(text):
-        return np.zeros(len(starts), dtype=bool), np.zeros(len(starts), dtype=bool)
-    filled = starts < ends
-    return filled & _is_blank(text[np.minimum(starts, len(text) - 1)]), filled & _is_blank(
-        text[np.maximum(ends - 1, 0)]
-    )
+        return np.zeros(len(starts), dtype=np.uint8), np.zeros(len(starts), dtype=np.uint8)
+    return text[np.minimum(starts, len(text) - 1)], text[np.maximum(ends - 1, 0)]
 
 
 def _is_blank(values: np.ndarray) -> np.ndarray:
     return (values == 0x20) | (values == 0x09) | (values == 0x0D)
 
 
-def _refuse_long_and_deep(data: bytes, lines: Lines, opens: np.ndarray) -> None:
-    long = (lines.ends - lines.starts) > MAX_LINE_BYTES
-    if long.any():
-        detail = f"a line is at most {MAX_LINE_BYTES} bytes"
-        lines.refused.append((np.flatnonzero(long), "line_too_long", detail))
-    maybe = np.flatnonzero((opens > MAX_DEPTH) & ~long)
+def _refuse_long_and_deep(data: bytes, text: np.ndarray, lines: Lines, opening: int) -> None:
+    """Refuse the lines past ``MAX_LINE_BYTES``, and those nested deeper than ``MAX_DEPTH``; ``opening`` is how many
+    '{' and '[' the body holds."""
+    long = None
+    if lines.longest > MAX_LINE_BYTES:
+        long = (lines.ends - lines.starts) > MAX_LINE_BYTES
+        lines.refused.append((np.flatnonzero(long), "line_too_long", f"a line is at most {MAX_LINE_BYTES} bytes"))
+    starting = int(np.count_nonzero((lines.first | 0x20) == _OPEN))
+    if opening - starting + 1 <= MAX_DEPTH:
+        return  # no line holds more '{' and '[' than the limit, so none is nested deeper
+    many = _openings(text, lines.starts, lines.ends) > MAX_DEPTH
+    maybe = np.flatnonzero(many if long is None else many & ~long)  # a long line is not read at all
     if not len(maybe):
         return
     depths = nesting(data, lines.starts[maybe], lines.ends[maybe])
@@ -146,6 +164,22 @@ def _refuse_long_and_deep(data: bytes, lines: Lines, opens: np.ndarray) -> None:
     if len(deep):
         detail = f"an event is nested at most {MAX_DEPTH} arrays or objects deep"
         lines.refused.append((deep, "too_deep", detail))
+
+
+def _openings(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """How many '{' and '[' each range holds (in strings or not), read a slice at a time: the count of those before
+    each start and each end, which are in order."""
+    before = [np.zeros(len(starts), dtype=np.int64), np.zeros(len(ends), dtype=np.int64)]
+    seen = 0
+    for at in range(0, len(text), _SLICE):
+        part = text[at : at + _SLICE]
+        found = np.flatnonzero((part | 0x20) == _OPEN) + at
+        for points, counts in zip((starts, ends), before, strict=True):
+            low, high = np.searchsorted(points, (at, at + len(part)))  # the points in this slice
+            counts[low:high] = seen + np.searchsorted(found, points[low:high])
+        seen += len(found)
+    before[1][np.searchsorted(ends, len(text)) :] = seen  # a line that ends the body has every one before its end
+    return before[1] - before[0]
 
 
 def depth(text: bytes | str) -> int:

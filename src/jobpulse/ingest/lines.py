@@ -45,15 +45,19 @@ _EMPTY: dict[str, Any] = {}
 
 def parse_lines(data: bytes, defaults: dict[str, Any], max_events: int, now_ms: int) -> Batch:
     """The events of a JSON-lines body, the bad ones counted per reason."""
-    lines = scan_lines(data, max_events)
-    events = None
-    if len(lines) >= WHOLE_BODY_LINES and lines.objects(data):
-        events = read_whole(data, lines, defaults)
-    if events is None:
-        events = read_each(data, lines, defaults)
+    # the lines' ranges are freed once read, so that the rules reuse their memory
+    events = read_lines(data, scan_lines(data, max_events), defaults)
     batch = Batch()
     check_events(events, batch, now_ms)
     return batch
+
+
+def read_lines(data: bytes, lines: Lines, defaults: dict[str, Any]) -> Events:
+    """The columns of every line: read whole where the body allows it (see the module's text), else line by line."""
+    events = None
+    if len(lines) >= WHOLE_BODY_LINES and lines.objects(data):
+        events = read_whole(data, lines, defaults)
+    return read_each(data, lines, defaults) if events is None else events
 
 
 # -- line by line -----------------------------------------------------------------------------------------
@@ -195,17 +199,17 @@ def _plot(plot: Any) -> str | None:
 
 def read_whole(data: bytes, lines: Lines, defaults: dict[str, Any]) -> Events | None:
     """The columns of every line, read by Arrow's JSON reader at once; None where the reader could read a value
-    otherwise than orjson (see the module's text). ``lines`` are objects, one a line, none refused."""
-    if not data.isascii():
+    otherwise than orjson (see the module's text). ``lines`` are those ``scan_lines`` found in ``data``: objects, one
+    a line, none refused."""
+    if not lines.ascii:
         try:
             data.decode()  # the reader takes some text that is not UTF-8 (an encoded surrogate...)
         except UnicodeDecodeError:
             return None
-    if data.find(b"\\") >= 0 and _ASCII_OR_SURROGATE_ESCAPE.search(data):
+    if lines.backslash and _ASCII_OR_SURROGATE_ESCAPE.search(data):
         return None
     start, end = int(lines.starts[0]), int(lines.ends[-1])
-    longest = int((lines.ends - lines.starts).max())
-    options = pa_json.ReadOptions(block_size=max(1 << 20, 2 * longest + 2))
+    options = pa_json.ReadOptions(block_size=max(1 << 20, 2 * lines.longest + 2))
     try:
         table = pa_json.read_json(pa.py_buffer(memoryview(data)[start:end]), read_options=options)
     except (pa.ArrowException, ValueError):
@@ -249,7 +253,7 @@ def _events_of(table: pa.Table, defaults: dict[str, Any]) -> Events:
     if kind and defaults.get("kind") is not None:
         kind.append(pa.scalar(defaults["kind"], pa.string()))
     if kind:
-        events.columns["kind"] = pc.coalesce(*kind) if len(kind) > 1 else kind[0]
+        columns["kind"] = pc.coalesce(*kind) if len(kind) > 1 else kind[0]
     elif defaults.get("kind") is not None:
         events.constants["kind"] = defaults["kind"]
     for name in ("project", "job", "worker"):
@@ -259,6 +263,11 @@ def _events_of(table: pa.Table, defaults: dict[str, Any]) -> Events:
                 pc.fill_null(columns[name], default))  # fmt: skip
         elif default is not None:
             events.constants[name] = default
+    for name in ("kind", "project", "job", "worker"):  # the fields the rules encode: one text is a constant
+        text = _one_text(columns[name]) if name in columns else None
+        if text is not None:
+            events.constants[name] = text
+            del columns[name]
     if "seq" in columns:
         seq = columns["seq"]
         negative = np.flatnonzero(pc.fill_null(pc.less(seq, 0), False).to_numpy(zero_copy_only=False))
@@ -272,3 +281,19 @@ def _events_of(table: pa.Table, defaults: dict[str, Any]) -> Events:
         columns["model_event"] = pc.fill_null(columns["model_event"], False).cast(pa.uint8())
     events.columns.update(columns)
     return events
+
+
+def _one_text(column: pa.Array) -> str | None:
+    """The text every row of a string ``column`` holds, where it is one and no row is null; None otherwise. Read
+    from the column's buffers: every text is as long as the first, and each byte of them is the one a text before."""
+    if column.null_count or not len(column):
+        return None
+    rows = len(column)
+    offsets = np.frombuffer(column.buffers()[1], np.int32, rows + 1, column.offset * 4)
+    size, start = int(offsets[1] - offsets[0]), int(offsets[0])
+    if int(offsets[-1]) - start != size * rows or (np.diff(offsets) != size).any():
+        return None
+    if not size:
+        return ""
+    text = np.frombuffer(column.buffers()[2], np.uint8, size * rows, start)
+    return text[:size].tobytes().decode() if np.array_equal(text[size:], text[:-size]) else None
