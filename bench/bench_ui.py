@@ -197,7 +197,7 @@ _SIZES_JS = """() => {
            js: scripts.reduce((s, e) => s + (e.encodedBodySize || 0), 0),
            requests: entries.length,
            api: entries.filter(e => e.name.includes('/jp/v1/')).reduce((s, e) => s + (e.transferSize || 0), 0),
-           plotly: entries.some(e => e.name.includes('/vendor/plotly.min.js')) };
+           plotly: entries.some(e => e.name.includes('/third-party/plotly.min.js')) };
 }"""
 
 _DATA_JS = "() => (performance.getEntriesByName('jp-first-data')[0] || {}).startTime ?? null"

@@ -3,7 +3,7 @@ figures jobs report), Swagger UI and ReDoc (``/docs`` and ``/redoc``), from npm.
 
 ``python web-assets/build.py [--force]`` runs ``npm ci`` here (versions pinned by package-lock.json) and copies the
 files the server needs, with their licenses, into the package (both folders are ignored by git):
-``src/jobpulse/ui/static/vendor/`` and ``src/jobpulse/server/docs-static/``. Nothing then has to be fetched from
+``src/jobpulse/ui/static/third-party/`` and ``src/jobpulse/server/docs-static/``. Nothing then has to be fetched from
 another host. It does nothing when they were copied from the versions the lock file pins now. ``scripts/setup`` and
 the wheel build run it; without npm it says so and exits with status 1, and the server then answers the chart pages
 and ``/docs`` with how to build them.
@@ -19,9 +19,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent / "src" / "jobpulse"
-# folder in the package -> (file in node_modules, name in that folder)
+# folder in the package -> (file in node_modules, name in that folder). The folders' names are no Python identifiers:
+# setuptools finds the package's folders before the wheel build runs this script, and takes a folder it did not
+# find whose name could be imported for a package it was not told of (a warning on every install).
 TARGETS: dict[Path, tuple[tuple[str, str], ...]] = {
-    PACKAGE / "ui" / "static" / "vendor": (
+    PACKAGE / "ui" / "static" / "third-party": (
         ("uplot/dist/uPlot.esm.js", "uPlot.esm.js"),
         ("uplot/dist/uPlot.min.css", "uPlot.min.css"),
         ("uplot/LICENSE", "uPlot.LICENSE"),

@@ -98,7 +98,7 @@ def test_plotly_is_loaded_only_for_the_plots_the_job_reported(page: Any) -> None
     assert scripts and not any("plotly" in url for url in scripts)
     page.get_by_role("tab", name="Plots & images").click()
     page.locator('.media-card[data-kind="plot"] .plot .main-svg').first.wait_for()
-    assert any(url.endswith("/vendor/plotly.min.js") for url in scripts)
+    assert any(url.endswith("/third-party/plotly.min.js") for url in scripts)
 
 
 def test_the_time_axis_and_smoothing(page: Any) -> None:

@@ -47,7 +47,7 @@ def test_a_page_shell_names_its_module_and_escapes_the_job(signed: TestClient) -
     assert "<b>bold</b>" not in response.text
     assert "ResNet \\u003cb\\u003ebold" in response.text  # boot JSON, not markup
     # Plotly.js only as a URL for the plots the job reported, loaded when one is shown: not fetched with the page
-    assert re.search(r'"plotly":"/ui/static/[0-9a-f]{12}/vendor/plotly\.min\.js"', response.text)
+    assert re.search(r'"plotly":"/ui/static/[0-9a-f]{12}/third-party/plotly\.min\.js"', response.text)
     assert not any("plotly" in url for url in static_urls(response.text))
 
 
@@ -61,8 +61,8 @@ def test_the_logs_and_jobs_pages_load_no_chart_library(signed: TestClient) -> No
 def test_the_chart_pages_load_uplot_and_no_plotly(signed: TestClient) -> None:
     for path in ("/jobs/run-1", "/compare?jobs=run-1"):
         urls = static_urls(signed.get(path).text)
-        assert any(url.endswith("/vendor/uPlot.esm.js") for url in urls), path  # preloaded as a module
-        assert any(url.endswith("/vendor/uPlot.min.css") for url in urls), path
+        assert any(url.endswith("/third-party/uPlot.esm.js") for url in urls), path  # preloaded as a module
+        assert any(url.endswith("/third-party/uPlot.min.css") for url in urls), path
         assert not any("plotly" in url for url in urls), path
     assert "plotly.min.js" not in signed.get("/compare?jobs=run-1").text
 
@@ -71,14 +71,14 @@ def test_a_chart_page_without_the_built_chart_library_says_how_to_build_it(
     signed: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     unbuilt = tmp_path / "static"
-    shutil.copytree(assets.STATIC_DIR, unbuilt, ignore=shutil.ignore_patterns("vendor"))
+    shutil.copytree(assets.STATIC_DIR, unbuilt, ignore=shutil.ignore_patterns("third-party"))
     monkeypatch.setattr(assets, "STATIC_DIR", unbuilt)
     assets.module_deps.cache_clear()
     try:
         for path in ("/jobs/run-1", "/compare"):
             response = signed.get(path)
             assert response.status_code == 503, path
-            assert "python web-assets/build.py" in response.text and "vendor/uPlot.esm.js" in response.text
+            assert "python web-assets/build.py" in response.text and "third-party/uPlot.esm.js" in response.text
             assert '<script type="module"' not in response.text
         assert signed.get("/").status_code == 200  # the jobs list needs no charts
     finally:
@@ -106,7 +106,7 @@ def test_js_modules_import_only_files_that_exist(signed: TestClient) -> None:
         assert response.headers["content-type"].startswith("text/javascript")
         todo += re.findall(r'from "\./([\w./-]+\.js)"', response.text)
     assert {"api.js", "dom.js", "scalars.js", "system-charts.js", "logview.js", "plot.js", "heatmap.js"} <= seen
-    assert "vendor/uPlot.esm.js" in seen  # the chart library, built into the package
+    assert "third-party/uPlot.esm.js" in seen  # the chart library, built into the package
 
 
 def test_static_files_are_cached_and_revalidated(signed: TestClient) -> None:

@@ -1,4 +1,4 @@
-"""Static files of the UI (uPlot and Plotly.js among them, built from npm into ``static/vendor/``), answered by
+"""Static files of the UI (uPlot and Plotly.js among them, built from npm into ``static/third-party/``), answered by
 ``static_files.answer``; the modules a page imports.
 """
 
@@ -13,9 +13,9 @@ from ..errors import NotFound
 
 STATIC_DIR = Path(__file__).parent / "static"
 # uPlot, the charts' library: ``web-assets/build.py`` copies it from npm (git ignores it)
-UPLOT = "vendor/uPlot.esm.js"
-UPLOT_CSS = "vendor/uPlot.min.css"
-PLOTLY = "vendor/plotly.min.js"  # Plotly.js, for the Plotly figures jobs report, built with uPlot
+UPLOT = "third-party/uPlot.esm.js"
+UPLOT_CSS = "third-party/uPlot.min.css"
+PLOTLY = "third-party/plotly.min.js"  # Plotly.js, for the Plotly figures jobs report, built with uPlot
 BUILD_HINT = "python web-assets/build.py"
 
 

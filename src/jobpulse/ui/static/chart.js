@@ -9,7 +9,7 @@
 //   el.marks  the job's findings drawn on it: {spans: [[start, end]], text: [...]} (see marks.js)
 //   el.chart  the uPlot instance; el.dataset.axis "time" or "linear"; el.dataset.xTicks the x axis's labels
 
-import uPlot from "./vendor/uPlot.esm.js";
+import uPlot from "./third-party/uPlot.esm.js";
 import { clock, fullTime, num } from "./format.js";
 import { drawMarks, markTip, marksSummary } from "./marks.js";
 import { css } from "./theme.js";
