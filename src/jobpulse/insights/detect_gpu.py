@@ -101,9 +101,10 @@ def _causes(
         ("cpu_iowait", "io_wait_pct", "io_wait"),
     ):
         matrix = data.metric(metric)
-        found[f"median_{metric}_pct"] = median_of(matrix["avg"][:, whole[0] : whole[1]]) if matrix else None
+        found[f"median_{metric}_pct"] = None
         if matrix is None:
             continue
+        found[f"median_{metric}_pct"] = median_of(matrix["avg"][:, whole[0] : whole[1]])
         rolling = _rolling_median(matrix["avg"], window)
         with np.errstate(invalid="ignore"):
             held = underused_then & (rolling >= t[threshold])
