@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..store import Store
@@ -193,22 +193,8 @@ class Evaluator:
             return None
         finding_id = "f_" + hashlib.sha256(name.encode()).hexdigest()[:24]
         now = data.now_ms
-        return Finding(
-            finding_id=finding_id,
-            project=data.project,
-            job=data.job,
-            kind=d.kind,
-            signal=d.signal,
-            severity=d.severity,
-            worker=d.worker,
-            device=d.device,
-            started=d.started,
-            ended=d.ended,
-            opened=now,
-            updated=now,
-            resolved=now if d.ended is not None else None,
-            evidence=d.evidence,
-        )
+        resolved = now if d.ended is not None else None
+        return Finding(finding_id, data.project, data.job, opened=now, updated=now, resolved=resolved, **asdict(d))
 
 
 def _match(d: Detection, stored: list[Finding], taken: set[str]) -> Finding | None:

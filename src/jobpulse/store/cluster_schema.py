@@ -20,6 +20,7 @@ each node's configuration. Statements are ours: a shape this module does not kno
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .engine import Engine
@@ -127,22 +128,23 @@ class ClusterSchema:
     def _create_table(self, s: Statement) -> list[str]:
         table = _Table(column_names(s.body), s.engine)
         self.tables[s.table] = table
-        guard = "IF NOT EXISTS " if s.guarded else ""
         engine = replicated_engine(s.engine, sharded=table.sharded)
-        if not table.sharded:
-            return [f"CREATE TABLE {guard}{self._on(s.table)} ({s.body}) {engine}"]
-        local = f"CREATE TABLE {guard}{self._on(s.table + '_local')} ({s.body}) {engine}"
-        return [local, self._distributed(s.table, guard)]
+        return self._placed(s, table.sharded, lambda _: f"({s.body}) {engine}")
 
     def _create_copy(self, s: Statement) -> list[str]:
         source = self._known(s.source)
         table = _Table(source.columns, s.engine or source.engine)
         self.tables[s.table] = table
-        guard = "IF NOT EXISTS " if s.guarded else ""
         engine = replicated_engine(table.engine, sharded=table.sharded)
-        if not table.sharded:
-            return [f"CREATE TABLE {guard}{self._on(s.table)} AS {self.db}.{s.source} {engine}"]
-        local = f"CREATE TABLE {guard}{self._on(s.table + '_local')} AS {self.db}.{s.source}_local {engine}"
+        return self._placed(s, table.sharded, lambda local: f"AS {self.db}.{s.source}{local} {engine}")
+
+    def _placed(self, s: Statement, sharded: bool, definition: Callable[[str], str]) -> list[str]:
+        """``CREATE TABLE`` of ``s.table`` as ``definition(suffix)`` defines it: on every node, or, ``sharded``, as
+        its local table (suffix ``_local``) and the Distributed table over them."""
+        guard = "IF NOT EXISTS " if s.guarded else ""
+        if not sharded:
+            return [f"CREATE TABLE {guard}{self._on(s.table)} {definition('')}"]
+        local = f"CREATE TABLE {guard}{self._on(s.table + '_local')} {definition('_local')}"
         return [local, self._distributed(s.table, guard)]
 
     def _create_view(self, s: Statement) -> list[str]:
