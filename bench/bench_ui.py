@@ -38,19 +38,8 @@ from machine import describe
 
 from jobpulse.client import Client
 from jobpulse.credentials import Credentials
-from jobpulse.testing import ServerProcess, running_server
+from jobpulse.testing import CHROMIUM, CHROMIUM_ARGS, ServerProcess, running_server
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 JOB = "bench-ui"
 PROJECT = "bench"
 WORKERS = 8

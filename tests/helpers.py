@@ -5,11 +5,15 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 import pyarrow as pa
+
+from jobpulse.sdk.run import Run
+from jobpulse.testing import CHROMIUM, CHROMIUM_ARGS, ServerProcess  # noqa: F401 - the browser tests' binary and flags
 
 NOW_MS = int(time.time() * 1000)
 
@@ -166,15 +170,29 @@ def fresh_database() -> str:
     return f"t{os.getpid()}_{next(_databases)}"
 
 
-# Debian's Chromium, which the browser tests drive through Playwright, and its flags.
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+def child_env(server: ServerProcess, tmp_path: Path, drop: tuple[str, ...] = ("JOBPULSE_",)) -> dict[str, str]:
+    """The environment of a child process that reports to ``server``: this one's less the variables starting with
+    ``drop``, with cache and config folders of its own under ``tmp_path``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env.update(
+        JOBPULSE_URL=server.url,
+        JOBPULSE_API_KEY=server.api_key,
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+    return env
+
+
+def quiet_run(server: ServerProcess, project: str, job: str, spool: Path) -> Run:
+    """An SDK run of ``job`` reporting to ``server`` that leaves the test process alone: no console capture, no
+    SIGTERM handler, a spool of its own, nothing replayed from earlier runs."""
+    return Run(
+        project=project,
+        job=job,
+        url=server.url,
+        api_key=server.api_key,
+        capture_console=False,
+        handle_sigterm=False,
+        spool_dir=spool,
+        replay_spool=False,
+    )

@@ -32,6 +32,20 @@ runpy.run_module("jobpulse", run_name="__main__", alter_sys=True)
 """
 
 
+# Debian's Chromium, which the browser tests and the UI benchmark drive through Playwright, and its flags.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

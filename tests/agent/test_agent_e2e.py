@@ -1,6 +1,5 @@
 """``jobpulse run`` and ``jobpulse agent`` against a real server process (the session's ``server``)."""
 
-import os
 import signal
 import subprocess
 import sys
@@ -8,6 +7,7 @@ import time
 
 import pytest
 
+from helpers import child_env
 from jobpulse.client import Client
 from jobpulse.credentials import Credentials
 
@@ -16,14 +16,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def env(server, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBPULSE_")}
-    env.update(
-        JOBPULSE_URL=server.url,
-        JOBPULSE_API_KEY=server.api_key,
-        XDG_CACHE_HOME=str(tmp_path / "cache"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-    )
-    return env
+    return child_env(server, tmp_path)
 
 
 @pytest.fixture

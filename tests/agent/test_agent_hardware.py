@@ -1,6 +1,5 @@
 """The worker's hardware summary: the job's instance type, from the agent's first samples and its devices."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ import httpx
 import pytest
 from agent_fakes import h100x8
 
+from helpers import child_env
 from jobpulse.agent.ascend import AscendCollector
 from jobpulse.agent.base import Sample
 from jobpulse.agent.hardware import accelerator_names, instance_type, reporting_hardware
@@ -91,14 +91,7 @@ def test_a_failing_report_never_costs_a_tick():
 
 @pytest.fixture
 def env(server, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBPULSE_")}
-    env.update(
-        JOBPULSE_URL=server.url,
-        JOBPULSE_API_KEY=server.api_key,
-        XDG_CACHE_HOME=str(tmp_path / "cache"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-    )
-    return env
+    return child_env(server, tmp_path)
 
 
 def run_worker(env: dict, job: str) -> None:

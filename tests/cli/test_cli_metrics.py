@@ -10,6 +10,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
+from helpers import quiet_run
 from jobpulse.cli import export as export_module
 
 pytestmark = pytest.mark.e2e
@@ -99,30 +100,15 @@ SDK_JOB, OLD_JOB = "cli-names", "cli-names-old"
 NAMES_PROJECT = "cli-names"  # a project of their own: the demo's project holds the demo job alone
 
 
-def _run(server, job: str, spool):  # noqa: ANN001, ANN202 - jobpulse.testing.ServerProcess, Run
-    from jobpulse.sdk.run import Run
-
-    return Run(
-        project=NAMES_PROJECT,
-        job=job,
-        url=server.url,
-        api_key=server.api_key,
-        capture_console=False,
-        handle_sigterm=False,
-        spool_dir=spool,
-        replay_spool=False,
-    )
-
-
 @pytest.fixture(scope="module")
 def logged(server, tmp_path_factory) -> str:  # noqa: ANN001
     """A job that logged W&B-style keys through the SDK, and one stored as the previous SDK split "train/loss"."""
     spool = tmp_path_factory.mktemp("cli-names")
-    run = _run(server, SDK_JOB, spool / "new")
+    run = quiet_run(server, NAMES_PROJECT, SDK_JOB, spool / "new")
     for step in range(10):
         run.log({"train/loss": 1 / (step + 1), "train/lr": 0.1, "val/acc": step / 10, "loss": 2.0}, step=step)
     assert run.finish().dropped_events == 0
-    old = _run(server, OLD_JOB, spool / "old")
+    old = quiet_run(server, NAMES_PROJECT, OLD_JOB, spool / "old")
     for step in range(10):
         old.scalar("train", "loss", 1 / (step + 1), iter=step)
     assert old.finish().dropped_events == 0

@@ -6,7 +6,6 @@ console is its own log.
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import child_env
 from jobpulse.client import Client
 from jobpulse.credentials import Credentials
 
@@ -35,14 +35,7 @@ sys.exit(max(p.wait() for p in procs))
 
 @pytest.fixture
 def environ(server, tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JOBPULSE_", "SLURM_", "OMPI_"))}
-    env.update(
-        JOBPULSE_URL=server.url,
-        JOBPULSE_API_KEY=server.api_key,
-        XDG_CACHE_HOME=str(tmp_path / "cache"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-    )
-    return env
+    return child_env(server, tmp_path, drop=("JOBPULSE_", "SLURM_", "OMPI_"))
 
 
 @pytest.fixture

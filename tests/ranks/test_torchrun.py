@@ -8,7 +8,6 @@ straight to file descriptor 1, which the SDK does not see.
 from __future__ import annotations
 
 import importlib.util
-import os
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from helpers import child_env
 from jobpulse.client import Client
 from jobpulse.credentials import Credentials
 from jobpulse.sdk.env import sanitize_id
@@ -37,14 +37,7 @@ OMP_WARNING = "Setting OMP_NUM_THREADS environment variable for each process to 
 
 
 def launch(server, tmp_path: Path, argv: list[str], **env: str) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("JOBPULSE_", "OMP_NUM_THREADS"))}
-    environ.update(
-        JOBPULSE_URL=server.url,
-        JOBPULSE_API_KEY=server.api_key,
-        XDG_CACHE_HOME=str(tmp_path / "cache"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        **env,
-    )
+    environ = {**child_env(server, tmp_path, drop=("JOBPULSE_", "OMP_NUM_THREADS")), **env}
     done = subprocess.run(argv, env=environ, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
     return done

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from uitools import element, plot_data, screenshot, wait_chart
 
-from jobpulse.sdk.run import Run
+from helpers import quiet_run
 from jobpulse.testing import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -20,32 +19,19 @@ OLD = "names-old"
 KEYS = ("train/loss", "train/lr", "val/acc", "loss")
 
 
-def _run(server: ServerProcess, job: str, spool: Path) -> Run:
-    return Run(
-        project=PROJECT,
-        job=job,
-        url=server.url,
-        api_key=server.api_key,
-        capture_console=False,
-        handle_sigterm=False,
-        spool_dir=spool,
-        replay_spool=False,
-    )
-
-
 @pytest.fixture(scope="module")
 def logged(ui_server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ...]]:
     """Two jobs that logged the same keys through the SDK, and one stored as the previous SDK split its keys."""
     spool = tmp_path_factory.mktemp("names-spool")
     for n, job in enumerate(JOBS):
-        run = _run(ui_server, job, spool / job)
+        run = quiet_run(ui_server, PROJECT, job, spool / job)
         for step in range(20):
             run.log(
                 {"train/loss": 1 / (step + 1 + n), "train/lr": 0.1, "val/acc": 0.5 + step / 100, "loss": 2.0}, step=step
             )
         delivery = run.finish("stopped")  # not "completed": the jobs list's status filter stays as the demo has it
         assert delivery is not None and delivery.dropped_events == 0
-    old = _run(ui_server, OLD, spool / OLD)
+    old = quiet_run(ui_server, PROJECT, OLD, spool / OLD)
     for step in range(20):
         old.scalar("train", "loss", 1 / (step + 1), iter=step)  # ("train", "loss"): a "train/loss" logged before
     old.finish("stopped")
