@@ -60,12 +60,17 @@ def test_insights_evaluates_a_finished_job_and_prints_its_findings(server, capsy
     assert [f["kind"] for f in orjson.loads(out)["findings"]] == ["idle_gpu"]
 
 
-def test_show_lists_the_open_findings(server, capsys):
+def _with_an_idle_gpu(server, job: str, worker: str) -> None:  # noqa: ANN001 - jobpulse.testing.ServerProcess
+    """A 30-minute job of three workers whose ``worker`` has GPU 0 idle from minute 10 on, evaluated at its end."""
     remote = Remote(server)
-    util = lambda w, d: piecewise(90.0, (10, 30, 0.0)) if (w, d) == ("worker-0", "0") else constant(90.0)  # noqa: E731
-    builder = healthy("cli-open", (0, 30), workers=3, util=util, origin=recent(30))
+    util = lambda w, d: piecewise(90.0, (10, 30, 0.0)) if (w, d) == (worker, "0") else constant(90.0)  # noqa: E731
+    builder = healthy(job, (0, 30), workers=3, util=util, origin=recent(30))
     send(remote, builder)
-    assert remote.post("/jp/v1/jobs/cli-open/insights/evaluate", params={"at": builder.at(29.5)}).status_code == 200
+    assert remote.post(f"/jp/v1/jobs/{job}/insights/evaluate", params={"at": builder.at(29.5)}).status_code == 200
+
+
+def test_show_lists_the_open_findings(server, capsys):
+    _with_an_idle_gpu(server, "cli-open", "worker-0")
     code, out = run(capsys, server, "show", "cli-open")
     assert code == 0
     assert "Open findings (1):" in out and "idle_gpu" in out.split("Open findings (1):")[1]
@@ -76,11 +81,7 @@ def test_insights_needs_a_job_or_a_project(server, capsys):
 
 
 def test_insights_of_a_project_lists_its_jobs_findings_and_waste(server, capsys):
-    remote = Remote(server)
-    util = lambda w, d: piecewise(90.0, (10, 30, 0.0)) if (w, d) == ("worker-1", "0") else constant(90.0)  # noqa: E731
-    builder = healthy("cli-project", (0, 30), workers=3, util=util, origin=recent(30))
-    send(remote, builder)
-    assert remote.post("/jp/v1/jobs/cli-project/insights/evaluate", params={"at": builder.at(29.5)}).status_code == 200
+    _with_an_idle_gpu(server, "cli-project", "worker-1")
     code, out = run(capsys, server, "insights", "--project", PROJECT, "--status", "open", "--json", "--waste")
     assert code == 0
     answer = orjson.loads(out)
