@@ -7,6 +7,7 @@ NaN where a minute has no sample.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,7 +82,7 @@ class JobData:
         found = self.system.get(name)
         return found if found is not None and found.keys else None
 
-    @property
+    @functools.cached_property
     def coverage(self) -> np.ndarray:
         """Per minute, the share of it the job has run (0 to 1): 1 but for the minute it started in, the minute of
         ``now_ms``, and minutes outside the job. Durations are measured in it, so that the few seconds of a job's
