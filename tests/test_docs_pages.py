@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from jobpulse.server.docs_pages import assets_built, install
 
 needs_assets = pytest.mark.skipif(
-    not assets_built(), reason="Swagger UI and ReDoc are not built: run python web-assets/build.py (needs npm)"
+    not assets_built(), reason="Swagger UI and ReDoc are not built: run python web-assets/build.py"
 )
 
 

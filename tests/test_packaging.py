@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.skipif(
     not (assets_built() and (assets.STATIC_DIR / assets.UPLOT).is_file()),
-    reason="the web assets are not built: run python web-assets/build.py (needs npm)",
+    reason="the web assets are not built: run python web-assets/build.py",
 )
 def test_the_wheel_builds_without_warnings_and_carries_the_browser_code(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation", "--no-cache-dir"]

@@ -1,20 +1,27 @@
 """Build the browser code the server serves from its own package: uPlot (the web UI's charts), Plotly.js (the Plotly
 figures jobs report), Swagger UI and ReDoc (``/docs`` and ``/redoc``), from npm.
 
-``python web-assets/build.py [--force]`` runs ``npm ci`` here (versions pinned by package-lock.json) and copies the
-files the server needs, with their licenses, into the package (both folders are ignored by git):
-``src/jobpulse/ui/static/third-party/`` and ``src/jobpulse/server/docs-static/``. Nothing then has to be fetched from
-another host. It does nothing when they were copied from the versions the lock file pins now. ``scripts/setup`` and
-the wheel build run it; without npm it says so and exits with status 1, and the server then answers the chart pages
-and ``/docs`` with how to build them.
+``python web-assets/build.py [--force]`` downloads the packages ``package-lock.json`` pins from the npm registry
+(``NPM_CONFIG_REGISTRY``, else registry.npmjs.org), checks each against the lock file's integrity hash, and copies
+the files the server needs, with their licenses, into the package (both folders are ignored by git):
+``src/jobpulse/ui/static/third-party/`` and ``src/jobpulse/server/docs-static/``. Only Python is needed: the files
+taken are the packages' own prebuilt bundles, so no dependency is installed and Node.js is not used. It does
+nothing when they were copied from the versions the lock file pins now. ``scripts/setup`` and the wheel build run
+it; when the registry cannot be reached it says so and exits with status 1, and the server then answers the chart
+pages and ``/docs`` with how to build them.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
-import shutil
-import subprocess
+import io
+import json
+import os
 import sys
+import tarfile
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -62,17 +69,33 @@ def built() -> bool:
 
 
 def build() -> None:
-    """Install the pinned packages and copy their files into the package; raise when npm is missing or fails."""
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError("npm is not installed: install Node.js (which brings npm) to build them")
-    subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE, check=True)
+    """Download the pinned packages and copy their files into the package; raise where one cannot be had."""
+    packages = json.loads((HERE / "package-lock.json").read_text())["packages"]
+    tarballs: dict[str, tarfile.TarFile] = {}
     digest = _lock_digest()
     for target, files in TARGETS.items():
         target.mkdir(parents=True, exist_ok=True)
         for source, name in files:
-            shutil.copyfile(HERE / "node_modules" / source, target / name)
+            package, _, member = source.partition("/")
+            if package not in tarballs:
+                tarballs[package] = _tarball(package, packages[f"node_modules/{package}"])
+            found = tarballs[package].extractfile(f"package/{member}")
+            if found is None:
+                raise RuntimeError(f"{package} has no file {member}")
+            (target / name).write_bytes(found.read())
         (target / STAMP).write_text(digest)
+
+
+def _tarball(name: str, pinned: dict) -> tarfile.TarFile:
+    """The package ``name`` at the version the lock file pins, checked against its integrity hash."""
+    registry = os.environ.get("NPM_CONFIG_REGISTRY", "https://registry.npmjs.org/").rstrip("/")
+    url = pinned.get("resolved") or f"{registry}/{name}/-/{name}-{pinned['version']}.tgz"
+    with urllib.request.urlopen(url, timeout=120) as response:
+        data = response.read()
+    algorithm, _, expected = pinned["integrity"].partition("-")
+    if base64.b64encode(hashlib.new(algorithm, data).digest()).decode() != expected:
+        raise RuntimeError(f"{url} does not match the lock file's integrity hash")
+    return tarfile.open(fileobj=io.BytesIO(data), mode="r:gz")
 
 
 def main() -> int:
@@ -82,7 +105,7 @@ def main() -> int:
         return 0
     try:
         build()
-    except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
+    except (RuntimeError, OSError, KeyError, tarfile.TarError, urllib.error.URLError) as exc:
         print(f"web assets (the UI's charts and plots, /docs and /redoc) not built: {exc}", file=sys.stderr)
         return 1
     print(f"web assets in {folders}")

@@ -14,9 +14,7 @@ from jobpulse.testing import ServerProcess, running_server
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(
-        not assets_built(), reason="Swagger UI and ReDoc are not built: run python web-assets/build.py (needs npm)"
-    ),
+    pytest.mark.skipif(not assets_built(), reason="Swagger UI and ReDoc are not built: run python web-assets/build.py"),
 ]
 
 REDOC_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"

@@ -44,7 +44,7 @@ _MISSING = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title} — API documentation not built</title></head>
 <body><h1>The API documentation's assets are not built</h1>
 <p>This server serves Swagger UI and ReDoc from its own files, which are taken from npm when jobpulse is set up.
-They are missing from this installation. Build them (Node.js and npm needed) and restart the server:</p>
+They are missing from this installation. Build them (the npm registry must be reachable) and restart the server:</p>
 <pre>python web-assets/build.py</pre>
 <p>(<code>scripts/setup</code> runs it too.) Meanwhile the API's description is at
 <a href="{openapi}">{openapi}</a>.</p></body></html>

@@ -106,7 +106,8 @@ def unbuilt_page(*, title: str, static: str, missing: Sequence[str], command: st
         "<h1>The charts of this page are not built</h1>"
         f'<p class="error-message">The package lacks {escape(files)}: the UI\'s chart library, which is built from '
         "npm when the package is set up.</p>"
-        f"<p>Build it with <code>{escape(command)}</code> (it needs Node.js and npm) and reload this page.</p>"
+        f"<p>Build it with <code>{escape(command)}</code> (it downloads it from the npm registry) and reload this "
+        "page.</p>"
         '<p><a class="btn" href="/">Back to all jobs</a></p></div></main></body></html>'
     )
 
