@@ -100,6 +100,7 @@ class Store:
         return SCHEMA_VERSION
 
     def close(self) -> None:
+        self.writer.close()
         self.engine.close()
 
 

@@ -6,7 +6,10 @@ so everything above this module is transport-agnostic.
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import threading
+from collections.abc import Iterator
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
@@ -71,17 +74,24 @@ class Engine(Protocol):
 
 
 class EmbeddedEngine:
-    """ClickHouse inside this process through chdb; one data directory per process."""
+    """ClickHouse inside this process through chdb; one data directory per process.
+
+    Statements run on a pool of connections to the data directory: each caller takes one for the length of its
+    statement (a new one when every connection is busy, up to ``max_connections``; then it waits for one), so a
+    read never waits for an insert and the inserts of one batch can run side by side. There is no process-wide
+    lock: waiting for a connection releases the GIL, and a connection runs one statement at a time.
+    """
 
     name = "embedded"
     cluster = ""  # never part of a cluster
     stream_rows = 100_000
+    max_connections = 8
     _lock = threading.Lock()
     _open_paths: set[str] = set()
 
     def __init__(self, path: str) -> None:
         try:
-            from chdb import session  # imported here: ~0.5 s and a few hundred MB, server only
+            import chdb  # imported here: ~0.5 s and a few hundred MB, server only
         except ImportError as exc:
             raise StoreUnavailable(
                 "the embedded store needs chdb, which this install lacks (pip install 'jobpulse[server]'); "
@@ -97,26 +107,50 @@ class EmbeddedEngine:
             EmbeddedEngine._open_paths.add(path)
         self.path = path
         self.failures = Failures()
-        # One connection runs one statement at a time (an open streaming insert refuses any other), chdb
-        # waits for its own connection lock holding the GIL, and an insert through Python() needs the GIL
-        # in the engine's threads: two callers at once could deadlock. Waiting on this lock releases the
-        # GIL, so callers from several threads take turns.
-        self._calls = threading.Lock()
-        self._session = session.Session(path)
+        self._connect = chdb.connect
+        self._idle: queue.LifoQueue = queue.LifoQueue()
+        self._opened: list[Any] = []
+        self._opening = threading.Lock()
+        self._closed = False
+        self._idle.put(self._open())  # the first connection opens the data directory, or fails here
+
+    def _open(self) -> Any:
+        """A new connection to the data directory, with the session settings every statement assumes."""
+        connection = self._connect(self.path)
         for name, value in SESSION_SETTINGS.items():
-            self._session.query(f"SET {name} = {value}", "Null")
+            connection.query(f"SET {name} = {value}", "Null")
+        self._opened.append(connection)
+        return connection
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """An idle connection for one statement: a new one while fewer than ``max_connections`` are open."""
+        if self._closed:
+            raise StoreUnavailable("the embedded store is closed")
+        try:
+            connection = self._idle.get_nowait()
+        except queue.Empty:
+            with self._opening:
+                opened = len(self._opened) < self.max_connections and not self._closed
+                connection = self._open() if opened else None
+            if connection is None:
+                connection = self._idle.get()
+        try:
+            yield connection
+        finally:
+            self._idle.put(connection)
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
         try:
-            with self._calls:
-                return self._session.query(sql, "ArrowTable", params=_text_params(params))
+            with self._connection() as connection:
+                return connection.query(sql, "ArrowTable", params=_text_params(params))
         except Exception as exc:  # chdb raises plain RuntimeError for every SQL failure
             raise self.failures.failed("query", exc) from exc
 
     def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
         try:
-            with self._calls:
-                self._session.query(sql, "Null", params=_text_params(params))
+            with self._connection() as connection:
+                connection.query(sql, "Null", params=_text_params(params))
         except Exception as exc:
             raise self.failures.failed("command", exc) from exc
 
@@ -131,19 +165,25 @@ class EmbeddedEngine:
         try:
             if data.num_rows > self.stream_rows:
                 arrow_rows = data  # noqa: F841 - read by name by the Python() table function below
-                with self._calls:
-                    self._session.query(f"{statement} SELECT * FROM Python(arrow_rows)", "Null")
+                with self._connection() as connection:
+                    connection.query(f"{statement} SELECT * FROM Python(arrow_rows)", "Null")
                 return
             stream = _ipc_stream(data)
-            with self._calls, self._session.send_insert(statement, "ArrowStream") as pending:
+            with self._connection() as connection, connection.send_insert(statement, "ArrowStream") as pending:
                 pending.append(stream)  # on an error the insert is cancelled unfinished: nothing is stored
                 pending.finish()
         except Exception as exc:
             raise self.failures.failed("insert", exc) from exc
 
     def close(self) -> None:
-        with self._calls:
-            self._session.close()
+        """Close every connection, once each is idle (a statement running on one finishes first)."""
+        with self._opening:
+            if self._closed:
+                return
+            self._closed = True
+            opened = list(self._opened)
+        for _ in opened:
+            self._idle.get().close()
         with EmbeddedEngine._lock:
             EmbeddedEngine._open_paths.discard(self.path)
 

@@ -25,7 +25,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -95,6 +98,7 @@ class Writer:
         # One batch of system samples at a time: two batches resending the same samples must not both find
         # them new, and the in-memory rollup must count each batch the table was given, once.
         self._system = threading.Lock()
+        self._helper: ThreadPoolExecutor | None = None
 
     def write(self, tables: dict[str, pa.Table]) -> dict[str, int]:
         """Insert each table's rows; answers the rows written per table."""
@@ -199,7 +203,7 @@ class Writer:
 
     def _write_scalars(self, table: pa.Table) -> int:
         """Insert the new points of ``table``, their rollup blocks and their series' summary rows; answers the
-        points inserted."""
+        points inserted. The rollup blocks and the summary rows go first, side by side, then the points."""
         new = self._new_scalars(table)
         table = new.table
         if not table.num_rows:
@@ -207,24 +211,52 @@ class Writer:
         inserted = self._inserted_now()
         charts = self._charts
         jobs = self._begin_kept(charts, table, "scalars_rollup")
-        self._insert_kept(charts, jobs, "scalars_rollup", new.rollup(inserted), **_AS_GIVEN)
+        rollup = new.rollup(inserted)
+        summary = latest_rows(table, new.codes, new.series, inserted, new.replaced_codes)
+        beside = self._beside(self._engine.insert, f"{self._db}.scalars_latest", summary, _AS_GIVEN)
         try:
-            summary = latest_rows(table, new.codes, new.series, inserted, new.replaced_codes)
-            self._engine.insert(f"{self._db}.scalars_latest", summary, _AS_GIVEN)
+            self._engine.insert(f"{self._db}.scalars_rollup", rollup, _AS_GIVEN)
+        except BaseException:
+            if charts is not None:
+                charts.refuse(jobs)
+            _quietly_wait(beside)
+            raise
+        try:
+            beside.result()
             self._catalogue.extend(summary)  # as the summary now reads, whether the points follow or not
-            self._engine.insert(
+            # the points go in on the helper thread while the rollup rows are merged into the kept blocks here
+            beside = self._beside(
+                self._engine.insert,
                 f"{self._db}.scalars",
                 table.append_column("inserted", pa.array(np.full(table.num_rows, inserted)).cast(_US)),
                 _AS_GIVEN,
             )
-        except Exception:
             if charts is not None:
-                charts.refuse(jobs)  # whether the rollup is put back as it was is not known
-            # the points are not stored: take them back out of the rollup (and the replaced ones back in)
-            with contextlib.suppress(Exception):  # the insert's own error is the one to answer
-                self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1), _AS_GIVEN)
+                charts.add(rollup)
+            beside.result()
+        except BaseException:
+            _quietly_wait(beside)
+            self._take_back(new, inserted, jobs)
             raise
         return table.num_rows
+
+    def close(self) -> None:
+        """End the helper thread, once what it was given is done."""
+        if self._helper is not None:
+            self._helper.shutdown()
+
+    def _beside(self, call: Callable[..., None], *args: Any) -> Future:
+        """``call(*args)`` on the writer's helper thread, while this thread goes on."""
+        if self._helper is None:
+            self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobpulse-writer")
+        return self._helper.submit(call, *args)
+
+    def _take_back(self, new: _NewPoints, inserted: int, jobs: list[str]) -> None:
+        """The points of ``new`` are not stored: take them back out of the rollup (and the replaced ones back in)."""
+        if self._charts is not None:
+            self._charts.refuse(jobs)  # whether the rollup is put back as it was is not known
+        with contextlib.suppress(Exception):  # the insert's own error is the one to answer
+            self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1), _AS_GIVEN)
 
     def _inserted_now(self) -> int:
         """The insert time of a batch in microseconds, later than every batch before it in this process.
@@ -296,6 +328,12 @@ class Writer:
             }
         )
         return _NewPoints(table, codes, series, old_points, np.array(code_col, dtype=np.int64))
+
+
+def _quietly_wait(future: Future) -> None:
+    """Wait for ``future`` to end, whatever its outcome: an error already being answered is the one that counts."""
+    with contextlib.suppress(BaseException):
+        future.result()
 
 
 def _last_per_key(
