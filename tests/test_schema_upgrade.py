@@ -12,6 +12,7 @@ from jobpulse.server import create_app
 from jobpulse.settings import Settings
 from jobpulse.store import SeriesWindow, Store, schema
 from jobpulse.store.engine import EmbeddedEngine
+from jobpulse.store.rollup_sql import LATEST_SELECT, ROLLUP_LEVELS, STEP4_LEVELS, by_worker, rollup_select
 
 
 def fresh_database() -> str:
@@ -224,3 +225,38 @@ def test_the_step_keying_scalars_per_worker_keeps_each_workers_stored_points(
         }
     ]
     assert upgraded.scalars.chart(["job-2"], "loss", workers="all", buckets=2)["series"][0]["worker"] == "worker-3"
+
+
+def test_the_step_capping_the_rollups_levels_keeps_every_answer_and_drops_only_coarser_blocks(
+    embedded_engine: EmbeddedEngine,
+    tmp_path,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    steps = _step_before("DELETE FROM {db}.scalars_rollup")
+    database = fresh_database()
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:steps])
+        patch.setattr(schema, "SCHEMA_VERSION", steps)
+        Store(embedded_engine, database)
+    _load_as_written_then(embedded_engine, database)
+    # the summary and the chart rollup as the writer of that step stored them: blocks up to 2**24 iterations and
+    # 2**30 ms
+    source = f"{database}.scalars FINAL"
+    embedded_engine.command(f"INSERT INTO {database}.scalars_latest " + by_worker(LATEST_SELECT).format(source=source))
+    embedded_engine.command(
+        f"INSERT INTO {database}.scalars_rollup " + by_worker(rollup_select(source, levels=STEP4_LEVELS))
+    )
+    levels = f"SELECT DISTINCT axis, level FROM {database}.scalars_rollup ORDER BY axis, level"
+    assert {(r["axis"], r["level"]) for r in embedded_engine.query(levels).to_pylist()} == {
+        (axis, level) for axis, of_axis in STEP4_LEVELS.items() for level in of_axis
+    }
+    upgraded = Store(embedded_engine, database)
+    assert upgraded.previous_version == steps
+    assert {(r["axis"], r["level"]) for r in embedded_engine.query(levels).to_pylist()} == {
+        (axis, level) for axis, of_axis in ROLLUP_LEVELS.items() for level in of_axis
+    }
+    fresh = Store(embedded_engine, fresh_database())
+    _load(fresh, tmp_path)
+    got, want = _answers(upgraded), _answers(fresh)
+    for name in want:
+        assert _rounded(got[name]) == _rounded(want[name]), name

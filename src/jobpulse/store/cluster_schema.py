@@ -224,6 +224,10 @@ class ClusterSchema:
         self._known(s.table)
         return [f"TRUNCATE TABLE {'IF EXISTS ' if s.guarded else ''}{self._on(self.physical(s.table))}"]
 
+    def _delete(self, s: Statement) -> list[str]:
+        sharded = frozenset(name for name, table in self.tables.items() if table.sharded)
+        return [delete_on_cluster(f"DELETE FROM {s.db}.{s.table} WHERE {s.body}", self.cluster, sharded)]
+
     def _known(self, table: str) -> _Table:
         if table not in self.tables:
             raise UnknownStatement(f"table {table} is not one the schema's statements created")

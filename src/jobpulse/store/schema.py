@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .engine import Engine
 from .migrations import apply_steps
-from .rollup_sql import LATEST_SELECT, STEP2_LEVELS, by_worker, rollup_select
+from .rollup_sql import LATEST_SELECT, ROLLUP_LEVELS, STEP2_LEVELS, STEP4_LEVELS, by_worker, rollup_select
 
 
 def _sql(text: str) -> str:
@@ -206,8 +206,8 @@ MIGRATIONS: list[list[str]] = [
         + _ROLLUP_COLUMNS
         + "        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, axis, level, block)",
         "CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.scalars_rollup_mv TO {db}.scalars_rollup AS "
-        + _sql(rollup_select("{db}.scalars")),
-        "INSERT INTO {db}.scalars_rollup " + _sql(rollup_select("{db}.scalars FINAL")),
+        + _sql(rollup_select("{db}.scalars", levels=STEP4_LEVELS)),
+        "INSERT INTO {db}.scalars_rollup " + _sql(rollup_select("{db}.scalars FINAL", levels=STEP4_LEVELS)),
     ],
     [
         # The writer inserts the chart rollup's blocks itself (store/rollup.py): built by the view they
@@ -296,7 +296,8 @@ MIGRATIONS: list[list[str]] = [
         "            axis UInt8, level UInt8, block Int64,\n"
         + _ROLLUP_COLUMNS
         + "        ) ENGINE = AggregatingMergeTree ORDER BY (job, metric, variant, worker, axis, level, block)",
-        "INSERT INTO {db}.scalars_rollup_by_worker " + _sql(by_worker(rollup_select("{db}.scalars FINAL"))),
+        "INSERT INTO {db}.scalars_rollup_by_worker "
+        + _sql(by_worker(rollup_select("{db}.scalars FINAL", levels=STEP4_LEVELS))),
         "RENAME TABLE {db}.scalars_rollup TO {db}.scalars_rollup_unranked, "
         "{db}.scalars_rollup_by_worker TO {db}.scalars_rollup",
         "DROP TABLE {db}.scalars_rollup_unranked",
@@ -345,6 +346,12 @@ MIGRATIONS: list[list[str]] = [
             job String, name String, version UInt64, chunk UInt32, data String
         ) ENGINE = MergeTree ORDER BY (job, name, version, chunk)
         SETTINGS index_granularity = 256, index_granularity_bytes = 1048576""",
+    ],
+    [
+        # The chart rollup keeps its levels up to 2**20 iterations and 2**24 ms (rollup_sql.ROLLUP_LEVELS): the
+        # blocks of the coarser ones, which no chart reads any more, go.
+        f"DELETE FROM {{db}}.scalars_rollup WHERE (axis = 0 AND level > {ROLLUP_LEVELS[0][-1]}) "
+        f"OR (axis = 1 AND level > {ROLLUP_LEVELS[1][-1]})",
     ],
 ]
 

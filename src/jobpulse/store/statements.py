@@ -27,6 +27,7 @@ _PATTERNS = {
     "drop": re.compile(rf"DROP\s+(TABLE|VIEW)\s+(IF\s+EXISTS\s+)?{TABLE_NAME}\s*", FLAGS),
     "rename": re.compile(r"RENAME\s+TABLE\s+(.+)", FLAGS),
     "truncate": re.compile(rf"TRUNCATE\s+TABLE\s+(IF\s+EXISTS\s+)?{TABLE_NAME}\s*", FLAGS),
+    "delete": re.compile(rf"DELETE\s+FROM\s+{TABLE_NAME}\s+WHERE\s+(.+)", FLAGS),
 }
 _PAIR = re.compile(rf"\s*{TABLE_NAME}\s+TO\s+{TABLE_NAME}\s*", FLAGS)
 ENGINE_CLAUSE = re.compile(r"ENGINE\s*=\s*(\w+)\s*(.*)", FLAGS)
@@ -48,7 +49,7 @@ class Statement:
     db: str
     table: str = ""  # what it creates, fills, alters, drops or truncates
     guarded: bool = False  # IF [NOT] EXISTS
-    body: str = ""  # the column list, the SELECT, or the ALTER's commands
+    body: str = ""  # the column list, the SELECT, the ALTER's commands, or the DELETE's condition
     engine: str = ""  # "ENGINE = ..." of a CREATE TABLE, as written
     source: str = ""  # create_copy: the table copied; create_view: the table the view writes to
     view: bool = False  # drop: DROP VIEW
@@ -122,6 +123,10 @@ def _truncate(m: re.Match) -> Statement:
     return Statement("truncate", m.group(2), m.group(3), bool(m.group(1)))
 
 
+def _delete(m: re.Match) -> Statement:
+    return Statement("delete", m.group(1), m.group(2), body=m.group(3))
+
+
 _READERS = {
     "create_database": _create_database,
     "create_view": _create_view,
@@ -132,6 +137,7 @@ _READERS = {
     "drop": _drop,
     "rename": _rename,
     "truncate": _truncate,
+    "delete": _delete,
 }
 
 
@@ -188,8 +194,8 @@ def column_names(columns: str) -> tuple[str, ...]:
 
 def is_idempotent(text: str) -> bool:
     """Whether running ``text`` twice does what running it once does: a CREATE ... IF NOT EXISTS, a DROP ... IF
-    EXISTS, an ALTER that only modifies columns or TTL or adds and drops them IF [NOT] EXISTS. A statement of an
-    unknown shape is taken not to be."""
+    EXISTS, an ALTER that only modifies columns or TTL or adds and drops them IF [NOT] EXISTS, a DELETE. A statement
+    of an unknown shape is taken not to be."""
     try:
         statement = parse_statement(text)
     except UnknownStatement:
@@ -199,4 +205,4 @@ def is_idempotent(text: str) -> bool:
     if statement.kind == "alter":
         commands = [ALTER_COMMAND.match(c.strip()) for c in split_top_level(statement.body)]
         return all(not m.group(1) or m.group(1).upper() == "MODIFY" or m.group(2) for m in commands)
-    return False
+    return statement.kind == "delete"
