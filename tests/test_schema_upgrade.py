@@ -146,9 +146,17 @@ def _step_before(marker: str) -> int:
     return next(i for i, step in enumerate(schema.MIGRATIONS) if any(marker in statement for statement in step))
 
 
-def _at_step(embedded_engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch, steps: int) -> str:
+def _at_step(
+    embedded_engine: EmbeddedEngine,
+    monkeypatch: pytest.MonkeyPatch,
+    steps: int,
+    *,
+    per_worker: bool = False,
+    levels: dict[int, tuple[int, ...]] = ROLLUP_LEVELS,
+) -> str:
     """A database created by the first ``steps`` schema steps, holding the points of ``_body`` as the writer of
-    those steps stored them: the points (of the worker ""), their summary rows and their chart rollup."""
+    those steps stored them: the points (of the worker ""), their summary rows and their chart rollup (of
+    ``levels``; keyed per worker too where ``per_worker``, as from the step that keyed scalars per worker on)."""
     database = fresh_database()
     with monkeypatch.context() as patch:
         patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:steps])
@@ -156,8 +164,11 @@ def _at_step(embedded_engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch, s
         Store(embedded_engine, database)
     _load_as_written_then(embedded_engine, database)
     source = f"{database}.scalars FINAL"
-    embedded_engine.command(f"INSERT INTO {database}.scalars_latest " + schema.LATEST_SELECT.format(source=source))
-    embedded_engine.command(f"INSERT INTO {database}.scalars_rollup " + schema.rollup_select(source))
+    latest, rollup = LATEST_SELECT, rollup_select(source, levels=levels)
+    if per_worker:
+        latest, rollup = by_worker(latest), by_worker(rollup)
+    embedded_engine.command(f"INSERT INTO {database}.scalars_latest " + latest.format(source=source))
+    embedded_engine.command(f"INSERT INTO {database}.scalars_rollup " + rollup)
     return database
 
 
@@ -233,19 +244,8 @@ def test_the_step_capping_the_rollups_levels_keeps_every_answer_and_drops_only_c
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     steps = _step_before("DELETE FROM {db}.scalars_rollup")
-    database = fresh_database()
-    with monkeypatch.context() as patch:
-        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:steps])
-        patch.setattr(schema, "SCHEMA_VERSION", steps)
-        Store(embedded_engine, database)
-    _load_as_written_then(embedded_engine, database)
-    # the summary and the chart rollup as the writer of that step stored them: blocks up to 2**24 iterations and
-    # 2**30 ms
-    source = f"{database}.scalars FINAL"
-    embedded_engine.command(f"INSERT INTO {database}.scalars_latest " + by_worker(LATEST_SELECT).format(source=source))
-    embedded_engine.command(
-        f"INSERT INTO {database}.scalars_rollup " + by_worker(rollup_select(source, levels=STEP4_LEVELS))
-    )
+    # the chart rollup as the writer of that step stored it: blocks up to 2**24 iterations and 2**30 ms
+    database = _at_step(embedded_engine, monkeypatch, steps, per_worker=True, levels=STEP4_LEVELS)
     levels = f"SELECT DISTINCT axis, level FROM {database}.scalars_rollup ORDER BY axis, level"
     assert {(r["axis"], r["level"]) for r in embedded_engine.query(levels).to_pylist()} == {
         (axis, level) for axis, of_axis in STEP4_LEVELS.items() for level in of_axis
