@@ -3,8 +3,9 @@ executing every statement on the embedded engine (chdb).
 
 It is not a ClickHouse server and must not be used as one: it exists so that the HTTP transport
 (``--store clickhouse://...``) and several jobpulse server processes over one store can be tested on a machine
-where no ClickHouse server installs. One stand-in process owns one chdb session on its own data directory and
-runs one statement at a time; every client shares that session (there are no HTTP sessions).
+where no ClickHouse server installs. One stand-in process owns one chdb data directory; each request runs on a chdb
+connection no other request is using at that moment, so several clients' statements run at once (there are no HTTP
+sessions: settings and database come with each request).
 
 What it speaks: ``GET``/``POST /`` with the statement in the ``query`` parameter and/or the body, ``param_<name>``
 values in ClickHouse's escaped text form, any other query-string parameter as a setting of that statement, a
@@ -86,50 +87,74 @@ def _form_fields(body: bytes, content_type: str) -> dict[str, str]:
     return fields
 
 
+class _Connection:
+    """One chdb connection to the stand-in's data directory, with the settings and database it was last given."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.settings: dict[str, str] = {}
+        self.database = "default"
+
+    def prepare(self, settings: dict[str, str], database: str) -> None:
+        """Make the connection's settings those of this request: set what differs, put back what it leaves out."""
+        for name in [name for name in self.settings if name not in settings]:
+            self.connection.query(f"SET {name} = DEFAULT", "Null")
+            del self.settings[name]
+        for name, value in settings.items():
+            if not _SETTING_NAME.fullmatch(name):
+                raise ValueError(f"Code: 115. DB::Exception: Unknown setting '{name}'. (UNKNOWN_SETTING)")
+            if self.settings.get(name) != value:
+                self.connection.query(f"SET {name} = {_setting_literal(value)}", "Null")
+                self.settings[name] = value
+        if database != self.database:
+            self.connection.query(f"USE `{database.replace('`', '``')}`", "Null")
+            self.database = database
+
+
 class StandInEngine:
-    """One chdb session that runs statements one at a time, with each statement's settings and database."""
+    """Connections to one chdb data directory: each request runs its statement on one no other request is using,
+    with that request's settings and database, so statements of several clients run at once, as on a server."""
 
     def __init__(self, data_dir: str) -> None:
-        from chdb import session
+        import chdb
 
-        self._session = session.Session(data_dir)
+        self._data_dir = data_dir
+        self._connect = chdb.connect
+        self._idle: list[_Connection] = [_Connection(chdb.connect(data_dir))]
+        self._all = list(self._idle)
         self._lock = threading.Lock()
-        self._settings: dict[str, str] = {}
-        self._database = "default"
+
+    @contextmanager
+    def _connection(self, settings: dict[str, str], database: str) -> Iterator[_Connection]:
+        with self._lock:
+            held = self._idle.pop() if self._idle else None
+        if held is None:
+            held = _Connection(self._connect(self._data_dir))
+            with self._lock:
+                self._all.append(held)
+        try:
+            held.prepare(settings, database)
+            yield held
+        finally:
+            with self._lock:
+                self._idle.append(held)
 
     def execute(self, sql: str, settings: dict[str, str], params: dict[str, str], fmt: str, database: str) -> bytes:
         """Run ``sql``; answers its output in ``fmt`` unless the statement names its own FORMAT."""
-        with self._lock:
-            self._prepare(settings, database)
-            result = self._session.query(sql, fmt, params=params or None)
+        with self._connection(settings, database) as held:
+            result = held.connection.query(sql, fmt, params=params or None)
             return result.bytes() if result is not None else b""
 
     def insert(self, statement: str, fmt: str, data: bytes, settings: dict[str, str], database: str) -> None:
         """Insert ``data`` (in ``fmt``) with ``statement`` (an INSERT without its FORMAT clause)."""
-        with self._lock:
-            self._prepare(settings, database)
-            with self._session.send_insert(statement, fmt) as pending:
-                pending.append(data)
-                pending.finish()
+        with self._connection(settings, database) as held, held.connection.send_insert(statement, fmt) as pending:
+            pending.append(data)
+            pending.finish()
 
     def close(self) -> None:
         with self._lock:
-            self._session.close()
-
-    def _prepare(self, settings: dict[str, str], database: str) -> None:
-        """Make the session's settings those of this request: set what differs, put back what it leaves out."""
-        for name in [name for name in self._settings if name not in settings]:
-            self._session.query(f"SET {name} = DEFAULT", "Null")
-            del self._settings[name]
-        for name, value in settings.items():
-            if not _SETTING_NAME.fullmatch(name):
-                raise ValueError(f"Code: 115. DB::Exception: Unknown setting '{name}'. (UNKNOWN_SETTING)")
-            if self._settings.get(name) != value:
-                self._session.query(f"SET {name} = {_setting_literal(value)}", "Null")
-                self._settings[name] = value
-        if database != self._database:
-            self._session.query(f"USE `{database.replace('`', '``')}`", "Null")
-            self._database = database
+            for held in self._all:
+                held.connection.close()
 
 
 def _setting_literal(value: str) -> str:
@@ -159,6 +184,9 @@ def _decompress(data: bytes, encoding: str) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # A reply is written as its headers, then its body: with Nagle's algorithm on, the body waited for the client's
+    # delayed acknowledgement of the headers, ~40 ms a statement, which a ClickHouse server does not add.
+    disable_nagle_algorithm = True
     server: _StandInServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
