@@ -2,11 +2,11 @@
 
 A finding is one row of ``insight_findings``, written again (a higher version) whenever it is updated or resolved;
 ``FINAL`` reads its newest state. Every replica evaluates the same stored data, so two replicas may see the same
-condition begin at once. ClickHouse has no atomic "insert if absent": as with the nonces of signed requests
-(``nonces.py``), ``claim`` inserts a claim row (a random token, timed by the store's clock) and reads back the
-claims of that name; the earliest claim wins. Opening a finding and sending each of its alerts are claimed so,
-and a finding's id is derived from what was claimed, so that even a replica that takes over an abandoned claim
-writes the same finding, never a second one.
+condition begin at once. As with the nonces of signed requests (``nonces.py``), ``claim`` inserts a claim row (a
+random token, timed by the store's clock) kept once per name (``once.py``: of replicas claiming at once, the engine
+stores one row) and reads back the claims of that name; the earliest claim wins. Opening a finding and sending each
+of its alerts are claimed so, and a finding's id is derived from what was claimed, so that even a replica that
+takes over an abandoned claim writes the same finding, never a second one.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import orjson
 import pyarrow as pa
 
 from .engine import Engine
+from .once import kept_once
 
 _MS = pa.timestamp("ms", tz="UTC")
 _FINDING_ROW = pa.schema(
@@ -171,7 +172,9 @@ class Findings:
         earliest is older than ``stale_ms`` (a replica that claimed and stopped before it acted)."""
         token = secrets.token_hex(16)
         self._engine.insert(
-            f"{self._db}.insight_claims", pa.Table.from_pylist([{"name": name, "claim": token}], schema=_CLAIM_ROW)
+            f"{self._db}.insight_claims",
+            pa.Table.from_pylist([{"name": name, "claim": token}], schema=_CLAIM_ROW),
+            kept_once("insight-claim", name),
         )
         first = self._engine.query(
             f"""SELECT claim, toUnixTimestamp64Milli(now64(6)) - toUnixTimestamp64Milli(claimed) AS age

@@ -1,11 +1,11 @@
 """Nonces of signed requests: a request signed with an access key pair carries a nonce that no other request
 of that key may show again while the request's date is still accepted, or a captured request could be replayed.
 
-Every replica reads the same table, so a replay is refused whichever replica it reaches. ClickHouse has no
-atomic "insert if absent": ``claim`` inserts its own claim (a random token, timed by the store's clock when it
-is inserted) and then reads the claims of the nonce; the earliest claim (by that time, then token) wins. A
-request that reads after another's claim is stored finds that claim first; of two requests with one nonce
-arriving at once on two replicas, both insert, both read both claims, and one of them finds its own first.
+Every replica reads the same table, so a replay is refused whichever replica it reaches. ``claim`` inserts its own
+claim (a random token, timed by the store's clock when it is inserted) kept once per key and nonce (``once.py``: of
+two requests with one nonce arriving at once on two replicas, the engine stores one claim), then reads the claims of
+the nonce; the earliest claim (by that time, then token) wins, so a replay arriving later, whenever, finds the
+first request's claim.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import secrets
 import pyarrow as pa
 
 from .engine import Engine
+from .once import kept_once
 
 _ROW = pa.schema(
     [
@@ -42,7 +43,11 @@ class Nonces:
             "claim": claim,
             "expires": expires_ms,
         }
-        self._engine.insert(f"{self._db}.signature_nonces", pa.Table.from_pylist([row], schema=_ROW))
+        self._engine.insert(
+            f"{self._db}.signature_nonces",
+            pa.Table.from_pylist([row], schema=_ROW),
+            kept_once("signature-nonce", key_id, nonce),
+        )
         first = self._engine.query(
             f"SELECT claim FROM {self._db}.signature_nonces WHERE key_id = {{key:String}} AND nonce = {{nonce:String}} "
             "ORDER BY claimed, claim LIMIT 1",

@@ -353,6 +353,12 @@ MIGRATIONS: list[list[str]] = [
         f"DELETE FROM {{db}}.scalars_rollup WHERE (axis = 0 AND level > {ROLLUP_LEVELS[0][-1]}) "
         f"OR (axis = 1 AND level > {ROLLUP_LEVELS[1][-1]})",
     ],
+    [
+        # Claims of insight findings and nonces of signed requests are kept once per name (store/once.py): the
+        # engine remembers the deduplication tokens of the last 10,000 inserts of each table.
+        "ALTER TABLE {db}.insight_claims MODIFY SETTING non_replicated_deduplication_window = 10000",
+        "ALTER TABLE {db}.signature_nonces MODIFY SETTING non_replicated_deduplication_window = 10000",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -32,7 +32,8 @@ _PATTERNS = {
 _PAIR = re.compile(rf"\s*{TABLE_NAME}\s+TO\s+{TABLE_NAME}\s*", FLAGS)
 ENGINE_CLAUSE = re.compile(r"ENGINE\s*=\s*(\w+)\s*(.*)", FLAGS)
 ALTER_COMMAND = re.compile(
-    r"(MODIFY|ADD|DROP)\s+COLUMN\s+(IF\s+(?:NOT\s+)?EXISTS\s+)?(\w+)|MODIFY\s+TTL|REMOVE\s+TTL", FLAGS
+    r"(MODIFY|ADD|DROP)\s+COLUMN\s+(IF\s+(?:NOT\s+)?EXISTS\s+)?(\w+)|MODIFY\s+TTL|REMOVE\s+TTL|MODIFY\s+SETTING\b",
+    FLAGS,
 )
 _COLUMN_KEYWORDS = {"INDEX", "PROJECTION", "CONSTRAINT"}
 
@@ -97,7 +98,7 @@ def _insert_select(m: re.Match) -> Statement:
 def _alter(m: re.Match) -> Statement:
     commands = split_top_level(m.group(3))
     if not all(ALTER_COMMAND.match(c.strip()) for c in commands):
-        raise UnknownStatement(f"ALTER of {m.group(2)}: a command other than ADD/MODIFY/DROP COLUMN or TTL")
+        raise UnknownStatement(f"ALTER of {m.group(2)}: a command other than ADD/MODIFY/DROP COLUMN, TTL or SETTING")
     return Statement("alter", m.group(1), m.group(2), body=m.group(3))
 
 
@@ -194,8 +195,8 @@ def column_names(columns: str) -> tuple[str, ...]:
 
 def is_idempotent(text: str) -> bool:
     """Whether running ``text`` twice does what running it once does: a CREATE ... IF NOT EXISTS, a DROP ... IF
-    EXISTS, an ALTER that only modifies columns or TTL or adds and drops them IF [NOT] EXISTS, a DELETE. A statement
-    of an unknown shape is taken not to be."""
+    EXISTS, an ALTER that only modifies columns, TTL or settings or adds and drops them IF [NOT] EXISTS, a DELETE. A
+    statement of an unknown shape is taken not to be."""
     try:
         statement = parse_statement(text)
     except UnknownStatement:
