@@ -106,6 +106,16 @@ def test_a_summary_that_fails_to_insert_stores_nothing_of_its_batch(store: Store
 
 
 @pytest.mark.parametrize("sees_every_write", [True, False], ids=["embedded", "shared"])
+def test_a_rollup_that_fails_to_insert_takes_its_batchs_points_back_until_resent(
+    store: Store, sees_every_write: bool
+) -> None:
+    # the points were inserted beside the rollup and are deleted; the summary counts what was sent
+    assert _failed_then_resent(store, "scalars_rollup", sees_every_write) == ((10, 10, 20), 19.0)
+    assert _counts(store) == (20, 20, 30)
+    assert store.scalars.chart(["j"], "loss", buckets=20)["series"][0]["count"] == [1] * 20
+
+
+@pytest.mark.parametrize("sees_every_write", [True, False], ids=["embedded", "shared"])
 def test_points_that_fail_to_insert_stay_in_the_summary_until_resent_and_count_once_in_the_rollup(
     store: Store, sees_every_write: bool
 ) -> None:

@@ -9,15 +9,16 @@ A point's key is (job, metric, variant, worker, iter): each worker (rank) of a j
 so a rank's point never replaces another rank's, and everything below works per such series.
 
 Scalars feed sums too: the writer inserts the chart rollup's blocks of each batch (``rollup.py``)
-and each series' summary row (``latest.py``) itself, both before the points. A resent point
+and each series' summary row (``latest.py``) itself, side by side with the points. A resent point
 identical to the stored one is dropped, and a point that replaces a stored one with another value
 takes the old value back out of the rollup's sums and counts in the same insert. (A bucket's min
-and max may still remember a replaced value: they are an envelope, not a sum.) A batch whose
-points fail to insert is taken back out of the rollup; the summary, whose columns are maxima,
-minima and a count, cannot take it back: it shows the batch's last point until the batch is
-resent (or a later one passes it). It counts the new points of each batch: a replacement is not
-counted again, a resend after a failed insert is. Events replace by key and need no care. The
-rollup rows inserted are merged into the in-memory coarse blocks too (``chart_recent.py``).
+and max may still remember a replaced value: they are an envelope, not a sum.) Where one of the three
+inserts fails, the batch is taken back out of the rollup and its stored points are deleted, so that the
+client's resend stores it whole; the summary, whose columns are maxima, minima and a count, cannot take
+it back: it shows the batch's last point until the batch is resent (or a later one passes it). It counts
+the new points of each batch: a replacement is not counted again, a resend after a failed insert is.
+Events replace by key and need no care. The rollup rows inserted are merged into the in-memory coarse
+blocks too (``chart_recent.py``).
 """
 
 from __future__ import annotations
@@ -202,8 +203,9 @@ class Writer:
         return table if keep.all() else table.filter(pa.array(keep))
 
     def _write_scalars(self, table: pa.Table) -> int:
-        """Insert the new points of ``table``, their rollup blocks and their series' summary rows; answers the
-        points inserted. The rollup blocks and the summary rows go first, side by side, then the points."""
+        """Insert the new points of ``table``, their rollup blocks and their series' summary rows, all three side by
+        side; answers the points inserted. Where one of them fails, what the others stored of the batch is taken
+        back (but the summary, see the module's text), so that the client's resend stores the batch whole."""
         new = self._new_scalars(table)
         table = new.table
         if not table.num_rows:
@@ -212,33 +214,26 @@ class Writer:
         charts = self._charts
         jobs = self._begin_kept(charts, table, "scalars_rollup")
         rollup = new.rollup(inserted)
+        points = table.append_column("inserted", pa.array(np.full(table.num_rows, inserted)).cast(_US))
         summary = latest_rows(table, new.codes, new.series, inserted, new.replaced_codes)
-        beside = self._beside(self._engine.insert, f"{self._db}.scalars_latest", summary, _AS_GIVEN)
-        try:
-            self._engine.insert(f"{self._db}.scalars_rollup", rollup, _AS_GIVEN)
-        except BaseException:
-            if charts is not None:
-                charts.refuse(jobs)
-            _quietly_wait(beside)
-            raise
-        try:
-            beside.result()
-            self._catalogue.extend(summary)  # as the summary now reads, whether the points follow or not
-            # the points go in on the helper thread while the rollup rows are merged into the kept blocks here
-            beside = self._beside(
-                self._engine.insert,
-                f"{self._db}.scalars",
-                table.append_column("inserted", pa.array(np.full(table.num_rows, inserted)).cast(_US)),
-                _AS_GIVEN,
-            )
-            if charts is not None:
-                charts.add(rollup)
-            beside.result()
-        except BaseException:
-            _quietly_wait(beside)
-            self._take_back(new, inserted, jobs)
-            raise
-        return table.num_rows
+        pending = {
+            name: self._beside(self._engine.insert, f"{self._db}.{name}", rows, _AS_GIVEN)
+            for name, rows in (("scalars_rollup", rollup), ("scalars", points), ("scalars_latest", summary))
+        }
+        if charts is not None:
+            charts.add(rollup)  # while the engine inserts; forgotten below if the batch fails
+        failed = {name: error for name, future in pending.items() if (error := future.exception()) is not None}
+        if "scalars_latest" not in failed:
+            self._catalogue.extend(summary)  # as the summary now reads, whether the points are stored or not
+        if not failed:
+            return table.num_rows
+        if charts is not None:
+            charts.refuse(jobs)  # whether the rollup is put back as it was is not known
+        if "scalars_rollup" not in failed:
+            self._take_back(new, inserted)
+        if "scalars" not in failed:
+            self._delete_points(jobs, inserted)
+        raise next(iter(failed.values()))
 
     def close(self) -> None:
         """End the helper thread, once what it was given is done."""
@@ -246,17 +241,25 @@ class Writer:
             self._helper.shutdown()
 
     def _beside(self, call: Callable[..., None], *args: Any) -> Future:
-        """``call(*args)`` on the writer's helper thread, while this thread goes on."""
+        """``call(*args)`` on one of the writer's helper threads, while this thread goes on."""
         if self._helper is None:
-            self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobpulse-writer")
+            self._helper = ThreadPoolExecutor(max_workers=3, thread_name_prefix="jobpulse-writer")
         return self._helper.submit(call, *args)
 
-    def _take_back(self, new: _NewPoints, inserted: int, jobs: list[str]) -> None:
-        """The points of ``new`` are not stored: take them back out of the rollup (and the replaced ones back in)."""
-        if self._charts is not None:
-            self._charts.refuse(jobs)  # whether the rollup is put back as it was is not known
+    def _take_back(self, new: _NewPoints, inserted: int) -> None:
+        """The batch ``new`` failed: take its points back out of the rollup (and the replaced ones back in)."""
         with contextlib.suppress(Exception):  # the insert's own error is the one to answer
             self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1), _AS_GIVEN)
+
+    def _delete_points(self, jobs: list[str], inserted: int) -> None:
+        """The batch inserted at ``inserted`` failed, but its points were stored: they go (a point it replaced is the
+        newest again)."""
+        with contextlib.suppress(Exception):  # the failed insert's error is the one to answer
+            self._engine.command(
+                f"DELETE FROM {self._db}.scalars WHERE job IN {{jobs:Array(String)}} "
+                "AND inserted = fromUnixTimestamp64Micro({at:Int64})",
+                {"jobs": jobs, "at": inserted},
+            )
 
     def _inserted_now(self) -> int:
         """The insert time of a batch in microseconds, later than every batch before it in this process.
@@ -328,12 +331,6 @@ class Writer:
             }
         )
         return _NewPoints(table, codes, series, old_points, np.array(code_col, dtype=np.int64))
-
-
-def _quietly_wait(future: Future) -> None:
-    """Wait for ``future`` to end, whatever its outcome: an error already being answered is the one that counts."""
-    with contextlib.suppress(BaseException):
-        future.result()
 
 
 def _last_per_key(
