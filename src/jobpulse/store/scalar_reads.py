@@ -114,17 +114,20 @@ class ScalarReads:
         if worker is not None:
             where += " AND worker = {worker:String}"
             params["worker"] = worker
-        rows = self._engine.query(
+        table = self._engine.query(
             f"""SELECT job, metric, variant, worker, tupleElement(max(last), 3) AS value, max(last_iter) AS iter,
                 toUnixTimestamp64Milli(max(last_ts)) AS ts, min(min_value) AS min, max(max_value) AS max,
                 sum(points) AS points, toUnixTimestamp64Milli(min(first_ts)) AS first_ts
             FROM {self._db}.scalars_latest WHERE {where}
             GROUP BY job, metric, variant, worker ORDER BY job, metric, variant, worker""",
             params,
-        ).to_pylist()
+        )
         if worker is not None or workers == "all":
-            return [{k: v for k, v in row.items() if k != "first_ts"} for row in rows]
-        return self._leaders_rows(rows)
+            return table.drop_columns(["first_ts"]).to_pylist()
+        series = run_starts([table.column(name) for name in ("job", "metric", "variant")])
+        if len(series) == table.num_rows:  # each series has one worker, its leader
+            return table.drop_columns(["worker", "first_ts"]).to_pylist()
+        return self._leaders_rows(table.to_pylist())
 
     def _leaders_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Of rows per (job, metric, variant, worker) in that order, the leader's row of each series, without its
