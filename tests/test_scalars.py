@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pyarrow as pa
+from starlette.testclient import TestClient
 
 from helpers import NOW_MS, post_columns, post_lines, scalar_series
 
@@ -314,3 +315,17 @@ def test_events_page_and_filter_by_iteration(client):
     metrics = client.get("/jp/v1/jobs/j1/events/vector/metrics").json()["metrics"]
     assert metrics == [{"metric": "hist", "variant": "w", "events": 5, "first_iter": 0, "last_iter": 4}]
     assert client.get("/jp/v1/jobs/j1/events/audio").json()["error"]["field"] == "kind"
+
+
+def test_latest_values_name_the_first_job_the_key_may_not_read_and_answer_none(client, app, make_key):
+    post_columns(client, scalar_series("ours", "loss", [1.0], project="proj"))
+    post_columns(client, scalar_series("theirs", "loss", [2.0], project="other"))
+    post_columns(client, scalar_series("gone", "loss", [3.0], project="proj"))
+    assert client.delete("/jp/v1/jobs/gone").status_code == 200
+    with TestClient(app, headers={"Authorization": f"Bearer {make_key(['proj'], 'read')}"}) as reader:
+        assert reader.post("/jp/v1/scalars/latest", json={"jobs": ["ours"]}).status_code == 200
+        for names, refused in ((["ours", "theirs"], "theirs"), (["gone", "ours"], "gone"), (["nowhere"], "nowhere")):
+            answer = reader.post("/jp/v1/scalars/latest", json={"jobs": names})
+            assert answer.status_code == 404, names
+            assert answer.json()["error"]["field"] == "jobs" and repr(refused) in answer.json()["error"]["message"]
+            assert "jobs" not in answer.json()

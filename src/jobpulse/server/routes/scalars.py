@@ -240,8 +240,8 @@ def _latest(ctx: Context, key: ApiKey, names: list[str], ranks: tuple[str, str |
     # the values are read beside the jobs (two statements at once), and answered only if the key may read every job
     with ThreadPoolExecutor(max_workers=1) as beside:
         values = beside.submit(ctx.store.scalars.latest, names, workers=mode, worker=worker)
-        found = ctx.store.jobs.get_many(names)
-        missing = [n for n in names if n not in found or not key.allows_project(found[n].project)]
+        found = ctx.store.jobs.projects_of(names)
+        missing = [n for n in names if n not in found or not key.allows_project(found[n])]
         if missing:
             raise NotFound(f"job {missing[0]!r} does not exist", field="jobs")
         rows = values.result()
