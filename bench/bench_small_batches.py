@@ -23,7 +23,6 @@ import argparse
 import sys
 import threading
 import time
-from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +32,7 @@ from machine import describe
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 from common import Http  # noqa: E402 - the loopback client shared with the comparative benchmark
-
-from jobpulse.testing import running_server  # noqa: E402
-from jobpulse.testing_clickhouse import running_standin  # noqa: E402
+from transports import server_on  # noqa: E402 - imports jobpulse from this checkout's src
 
 POINTS = 200
 CONTENT_TYPE = "application/x-ndjson"
@@ -139,14 +136,7 @@ def main() -> None:
     print(describe())
     print("client and server on this machine, over loopback HTTP/1.1 with kept-alive connections")
     for transport in transports:
-        with ExitStack() as stack:
-            extra: list[str] = []
-            if transport == "standin":
-                extra = ["--store", stack.enter_context(running_standin())]
-            elif transport != "embedded":
-                raise SystemExit(f"unknown transport {transport!r}: embedded or standin")
-            server = stack.enter_context(running_server(extra_args=extra))
-            label = "embedded chdb" if transport == "embedded" else "HTTP to the ClickHouse stand-in (chdb)"
+        with server_on(transport) as (server, label):
             run_transport(label, server.url, server.api_key, concurrency, args.seconds)
 
 

@@ -25,7 +25,6 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -33,9 +32,9 @@ import numpy as np
 import orjson
 import zstandard
 from machine import describe
+from transports import server_on
 
-from jobpulse.testing import ServerProcess, running_server
-from jobpulse.testing_clickhouse import running_standin
+from jobpulse.testing import ServerProcess
 
 CHUNK = 200_000
 JSON = "application/json"
@@ -339,14 +338,7 @@ def main() -> None:
     )
     print(f"engine raw insert (Arrow columns into embedded ClickHouse, in-process): {raw:,.0f} rows/s")
     for transport in args.transports.split(","):
-        with ExitStack() as stack:
-            extra: list[str] = []
-            if transport == "standin":
-                extra = ["--store", stack.enter_context(running_standin())]
-            elif transport != "embedded":
-                raise SystemExit(f"unknown transport {transport!r}: embedded or standin")
-            server = stack.enter_context(running_server(extra_args=extra))
-            label = "embedded chdb" if transport == "embedded" else "HTTP to the ClickHouse stand-in (chdb)"
+        with server_on(transport) as (server, label):
             print(f"\n## {label}")
             run_transport(server, args, raw)
 
