@@ -138,13 +138,11 @@ class Writer:
         self._insert_kept(self._recent, jobs, "system", table)
         return table.num_rows
 
-    def _insert_kept(
-        self, recent: RecentSystem | RecentCharts | None, jobs: list[str], name: str, rows: pa.Table, **settings: int
-    ) -> None:
+    def _insert_kept(self, recent: RecentSystem | None, jobs: list[str], name: str, rows: pa.Table) -> None:
         """Insert ``rows`` into the table ``name`` and into ``recent``'s memory of ``jobs``, or, where the insert fails,
         end that memory (some blocks may have been stored)."""
         try:
-            self._engine.insert(f"{self._db}.{name}", rows, settings or None)
+            self._engine.insert(f"{self._db}.{name}", rows)
         except BaseException:
             if recent is not None:
                 recent.refuse(jobs)
@@ -236,7 +234,7 @@ class Writer:
         raise next(iter(failed.values()))
 
     def close(self) -> None:
-        """End the helper thread, once what it was given is done."""
+        """End the helper threads, once what they were given is done."""
         if self._helper is not None:
             self._helper.shutdown()
 
