@@ -28,7 +28,6 @@ from .statements import (
     ALTER_COMMAND,
     ENGINE_CLAUSE,
     FLAGS,
-    TABLE_NAME,
     Statement,
     UnknownStatement,
     closing_paren,
@@ -226,7 +225,7 @@ class ClusterSchema:
 
     def _delete(self, s: Statement) -> list[str]:
         sharded = frozenset(name for name, table in self.tables.items() if table.sharded)
-        return [delete_on_cluster(f"DELETE FROM {s.db}.{s.table} WHERE {s.body}", self.cluster, sharded)]
+        return [_delete_form(s, self.cluster, sharded)]
 
     def _known(self, table: str) -> _Table:
         if table not in self.tables:
@@ -243,9 +242,6 @@ class ClusterSchema:
         return re.sub(rf"\b{re.escape(self.db)}\.(\w+)\b", lambda m: f"{self.db}.{self.physical(m.group(1))}", select)
 
 
-_DELETE = re.compile(rf"\s*DELETE\s+FROM\s+{TABLE_NAME}\s+WHERE\s+(.+)", FLAGS)
-
-
 def sharded_tables(engine: Engine, db: str) -> frozenset[str]:
     """The tables of ``db`` whose rows are sharded (those with local tables ``X_local`` on this node)."""
     names = engine.query(
@@ -258,10 +254,14 @@ def delete_on_cluster(sql: str, cluster: str, sharded: frozenset[str]) -> str:
     """A lightweight ``DELETE FROM db.X WHERE ...`` of the store as its cluster form: Distributed tables take no
     deletes, so it runs on the local tables of every node, reading the local tables of its own shard where its
     condition reads a sharded table (a job's rows are all on one shard)."""
-    found = _DELETE.fullmatch(sql)
-    if not found:
+    statement = parse_statement(sql)
+    if statement.kind != "delete":
         raise UnknownStatement(f"no cluster form for statement: {sql.strip()[:200]}")
-    db, table, condition = found.groups()
+    return _delete_form(statement, cluster, sharded)
+
+
+def _delete_form(statement: Statement, cluster: str, sharded: frozenset[str]) -> str:
+    db, table, condition = statement.db, statement.table, statement.body
     if table not in sharded:
         return f"DELETE FROM {db}.{table} ON CLUSTER {cluster} WHERE {condition}"
     local = re.sub(
