@@ -1,9 +1,7 @@
 """Writes ingested columns, dropping rows that a resent batch already stored.
 
-Tables whose materialized views sum (log sizes, per-minute system rollups) must not see a
-resent row twice, so before inserting logs and system samples the writer looks up the
-keys already stored in the batch's time range of each job and keeps only the new rows. The system
-samples it stores are counted in the in-memory per-minute rollup too (``system_recent.py``).
+Log lines and system samples that are stored already are dropped first (``resends.py``). The system samples
+stored are counted in the in-memory per-minute rollup too (``system_recent.py``).
 
 A point's key is (job, metric, variant, worker, iter): each worker (rank) of a job reports series of its own,
 so a rank's point never replaces another rank's, and everything below works per such series.
@@ -17,8 +15,8 @@ inserts fails, the batch is taken back out of the rollup and its stored points a
 client's resend stores it whole; the summary, whose columns are maxima, minima and a count, cannot take
 it back: it shows the batch's last point until the batch is resent (or a later one passes it). It counts
 the new points of each batch: a replacement is not counted again, a resend after a failed insert is.
-Events replace by key and need no care. The rollup rows inserted are merged into the in-memory coarse
-blocks too (``chart_recent.py``).
+Events replace by key and need no care. The rollup rows of a batch stored whole are merged into the in-memory
+coarse blocks too (``chart_recent.py``), after the batch is answered.
 """
 
 from __future__ import annotations
@@ -41,12 +39,11 @@ from .chart_recent import RecentCharts
 from .engine import Engine
 from .latest import latest_rows
 from .ranks import Series
-from .rollup import SERIES_COLUMNS, by_series, by_series_then_x, rollup_rows
+from .resends import Resends
+from .rollup import SERIES_COLUMNS, by_series, rollup_rows
 from .series import one_value, row_keys
 from .system_recent import RecentSystem
 
-# table -> columns that, with job and ts, identify a row
-_IDENTITY = {"logs": ("worker", "seq"), "system": ("worker", "metric", "device")}
 _US = pa.timestamp("us")
 # A batch of points holds one row per key (``_last_per_key``) and its rollup rows are summed by every
 # read, so the engine need not merge rows of one insert: 100,000 points took 10-20 ms less. One insert
@@ -91,47 +88,63 @@ class Writer:
         self._catalogue = catalogue
         self._recent = recent
         self._charts = charts
+        self._resends = Resends(engine, db, changes)
         self._clock = threading.Lock()
         self._last_inserted = 0
         # One batch of points at a time: what a batch replaces, and the catalogue's memory of a job read
         # while a batch is written, are only right if no other batch of the same series is half written.
         self._scalars = threading.Lock()
-        # One batch of system samples at a time: two batches resending the same samples must not both find
-        # them new, and the in-memory rollup must count each batch the table was given, once.
+        # One batch of system samples, and one of log lines, at a time: two batches resending the same rows must
+        # not both find them new, and the in-memory rollup must count each batch the table was given, once.
         self._system = threading.Lock()
+        self._logs = threading.Lock()
         self._helper: ThreadPoolExecutor | None = None
+        self._tables: ThreadPoolExecutor | None = None
 
     def write(self, tables: dict[str, pa.Table]) -> dict[str, int]:
-        """Insert each table's rows; answers the rows written per table."""
-        written: dict[str, int] = {}
-        jobs: set[str] = set()
+        """Insert each table's rows, the tables side by side; answers the rows written per table. Where one table
+        fails, the others are written all the same (a resend stores only what is missing) and its error is
+        raised."""
+        given = {name: table for name, table in tables.items() if table.num_rows}
+        # noted before any statement: replacing points changes the rollup before the insert
+        jobs = {job for table in given.values() for job in pc.unique(table.column("job")).to_pylist()}
         try:
-            for name, table in tables.items():
-                if table.num_rows == 0:
-                    continue
-                # noted before any statement: replacing points changes the rollup before the insert
-                jobs.update(pc.unique(table.column("job")).to_pylist())
-                if name == "scalars":
-                    with self._scalars:
-                        written[name] = self._write_scalars(table)
-                    continue
-                if name == "system":
-                    with self._system:
-                        written[name] = self._write_system(table)
-                    continue
-                if name in _IDENTITY:
-                    table = self._new_rows(name, table)
-                if table.num_rows:
-                    self._engine.insert(f"{self._db}.{name}", table)
-                written[name] = table.num_rows
+            names = list(given)
+            pending = {name: self._aside(self._write_table, name, given[name]) for name in names[1:]}
+            written, failed = {}, []
+            for name in names:
+                try:
+                    written[name] = self._write_table(name, given[name]) if name == names[0] else pending[name].result()
+                except Exception as exc:
+                    failed.append(exc)
+            if failed:
+                raise failed[0]
+            return written
         finally:
             self._changes.note(jobs)
-        return written
+
+    def _write_table(self, name: str, table: pa.Table) -> int:
+        """Insert the rows of ``table`` into the table ``name``, those not stored yet; answers the rows inserted."""
+        if name == "scalars":
+            with self._scalars:
+                return self._write_scalars(table)
+        if name == "system":
+            with self._system:
+                return self._write_system(table)
+        if name == "logs":
+            with self._logs:
+                return self._insert(name, self._resends.new_rows(name, table))
+        return self._insert(name, table)
+
+    def _insert(self, name: str, table: pa.Table) -> int:
+        if table.num_rows:
+            self._engine.insert(f"{self._db}.{name}", table)
+        return table.num_rows
 
     def _write_system(self, table: pa.Table) -> int:
         """Insert the samples of ``table`` not stored yet, counted in the in-memory rollup where it keeps their job;
         answers the samples inserted."""
-        table = self._new_rows("system", table)
+        table = self._resends.new_rows("system", table)
         if not table.num_rows:
             return 0
         jobs = self._begin_kept(self._recent, table, "system_1m")
@@ -170,36 +183,6 @@ class Writer:
                 recent.begin(job)
         return jobs
 
-    def _new_rows(self, name: str, table: pa.Table) -> pa.Table:
-        """The rows of ``table`` whose key is neither stored nor held by an earlier row of the batch."""
-        extra = _IDENTITY[name]
-        ts_ms = pc.cast(table.column("ts"), pa.int64()).to_numpy()
-        keep = _first_of_each_key(table, ("job", *extra), ts_ms)
-        jobs = table.column("job")
-        for job in pc.unique(jobs).to_pylist():
-            mask = pc.equal(jobs, job).to_numpy(zero_copy_only=False)
-            lo, hi = int(ts_ms[mask].min()), int(ts_ms[mask].max())
-            # only the batch's own workers can hold a duplicate: other workers' rows in the same time
-            # range need not be read (they made each batch's lookup grow with the job's size)
-            workers = pc.unique(table.column("worker").filter(pa.array(mask))).to_pylist()
-            stored = self._engine.query(
-                f"SELECT toUnixTimestamp64Milli(ts) AS ts, {', '.join(extra)} FROM {self._db}.{name} "
-                "WHERE job = {job:String} AND worker IN {workers:Array(String)} "
-                "AND ts BETWEEN fromUnixTimestamp64Milli({lo:Int64}) AND fromUnixTimestamp64Milli({hi:Int64})",
-                {"job": job, "workers": workers, "lo": lo, "hi": hi},
-            )
-            if stored.num_rows == 0:
-                continue
-            seen = set(zip(*(stored.column(c).to_pylist() for c in ("ts", *extra)), strict=True))
-            rows = np.flatnonzero(mask)
-            columns = [ts_ms[rows].tolist()] + [table.column(c).take(pa.array(rows)).to_pylist() for c in extra]
-            for i, key in zip(rows, zip(*columns, strict=True), strict=True):
-                if key in seen:
-                    keep[i] = False
-                else:
-                    seen.add(key)
-        return table if keep.all() else table.filter(pa.array(keep))
-
     def _write_scalars(self, table: pa.Table) -> int:
         """Insert the new points of ``table``, their rollup blocks and their series' summary rows, all three side by
         side; answers the points inserted. Where one of them fails, what the others stored of the batch is taken
@@ -218,12 +201,13 @@ class Writer:
             name: self._beside(self._engine.insert, f"{self._db}.{name}", rows, _AS_GIVEN)
             for name, rows in (("scalars_rollup", rollup), ("scalars", points), ("scalars_latest", summary))
         }
-        if charts is not None:
-            charts.add(rollup)  # while the engine inserts; forgotten below if the batch fails
         failed = {name: error for name, future in pending.items() if (error := future.exception()) is not None}
         if "scalars_latest" not in failed:
             self._catalogue.extend(summary)  # as the summary now reads, whether the points are stored or not
         if not failed:
+            if charts is not None:
+                charts.add(rollup)
+                self._beside(charts.settle)  # merged once the batch is answered, unless a chart comes first
             return table.num_rows
         if charts is not None:
             charts.refuse(jobs)  # whether the rollup is put back as it was is not known
@@ -235,13 +219,21 @@ class Writer:
 
     def close(self) -> None:
         """End the helper threads, once what they were given is done."""
-        if self._helper is not None:
-            self._helper.shutdown()
+        for pool in (self._tables, self._helper):
+            if pool is not None:
+                pool.shutdown()
+
+    def _aside(self, call: Callable[..., int], *args: Any) -> Future:
+        """``call(*args)`` on a thread of its own, for a table written beside the others of a batch."""
+        if self._tables is None:
+            self._tables = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jobpulse-tables")
+        return self._tables.submit(call, *args)
 
     def _beside(self, call: Callable[..., None], *args: Any) -> Future:
-        """``call(*args)`` on one of the writer's helper threads, while this thread goes on."""
+        """``call(*args)`` on one of the writer's helper threads, while this thread goes on (four: a batch's three
+        inserts, and the chart memory's merge of the batch before)."""
         if self._helper is None:
-            self._helper = ThreadPoolExecutor(max_workers=3, thread_name_prefix="jobpulse-writer")
+            self._helper = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jobpulse-writer")
         return self._helper.submit(call, *args)
 
     def _take_back(self, new: _NewPoints, inserted: int) -> None:
@@ -374,16 +366,3 @@ def _in_key_order(codes: np.ndarray, series: list[Series]) -> tuple[np.ndarray, 
 def _series_of_rows(table: pa.Table) -> tuple[np.ndarray, list[Series]]:
     """A code per row naming its (job, metric, variant, worker), and the series each code names."""
     return row_keys(table, SERIES_COLUMNS)  # type: ignore[return-value]
-
-
-def _first_of_each_key(table: pa.Table, names: tuple[str, ...], ts_ms: np.ndarray) -> np.ndarray:
-    """Which rows are the first of their key (the columns ``names`` and ``ts_ms``) in the batch."""
-    codes, _ = row_keys(table, names)
-    order = by_series_then_x(codes, ts_ms)  # stable: of equal keys the earliest row comes first
-    if order is None:
-        order = np.arange(len(codes))
-    codes, ts_ms = codes[order], ts_ms[order]
-    repeated = (codes[1:] == codes[:-1]) & (ts_ms[1:] == ts_ms[:-1])
-    keep = np.ones(len(codes), dtype=bool)
-    keep[order[1:][repeated]] = False
-    return keep
