@@ -142,11 +142,13 @@ def bodies(make: Callable[..., list[dict[str, Any]]], task: str, requests: int, 
     return [b"\n".join(orjson.dumps(e) for e in make(task, step, count, now)) for step in range(requests)]
 
 
-def timed(call: Callable[[], Any], repeats: int, warmup: int) -> np.ndarray:
+def timed(call: Callable[[], Any], repeats: int, warmup: int, pause: float = 0.0) -> np.ndarray:
+    """Milliseconds of each of ``repeats`` calls after ``warmup`` untimed ones, ``pause`` seconds between calls."""
     for _ in range(warmup):
         call()
     out = np.empty(repeats)
     for i in range(repeats):
+        time.sleep(pause)
         started = time.perf_counter()
         call()
         out[i] = time.perf_counter() - started
@@ -174,7 +176,7 @@ def add_batch_shape(http: Http, name: str, make: Callable[..., list], args: argp
         if answer["added"] != args.events or answer["errors"]:
             raise RuntimeError(f"add_batch answered {answer}")
 
-    times = timed(call, args.requests, args.warmup)
+    times = timed(call, args.requests, args.warmup, args.pause_ms / 1000)
     counted = clearml(http, "events.get_task_events", {"task": task, "batch_size": 1})["total"]
     if counted != len(sent) * args.events:
         raise RuntimeError(f"{name}: the task holds {counted} events, {len(sent) * args.events} were added")
@@ -206,6 +208,12 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=500, help="timed requests per shape")
     parser.add_argument("--warmup", type=int, default=50, help="untimed requests before each shape")
     parser.add_argument("--events", type=int, default=100, help="events per add_batch request")
+    parser.add_argument(
+        "--pause-ms",
+        type=float,
+        default=0.0,
+        help="pause before each timed add_batch, as the SDK's reporter waits between batches (0: back to back)",
+    )
     parser.add_argument("--shapes", default="scalars,logs,mixed", help="which shapes to time")
     args = parser.parse_args()
     shapes = {"scalars": scalar_events, "logs": log_events, "mixed": mixed_events}
