@@ -193,36 +193,3 @@ def test_a_store_that_does_not_see_every_write_keeps_nothing(store):
     replica = Store(store.engine, store.database, sees_every_write=False)
     assert replica.scalars._recent is None and replica.writer._charts is None
     assert Store(store.engine, store.database, recent_chart_blocks=0).scalars._recent is None
-
-
-def _held_rows(store: Store, job: str, iters: np.ndarray, values: np.ndarray) -> pa.Table:
-    """The rollup rows a write of these points gives the memory."""
-    from jobpulse.store.writer import _last_per_key, _NewPoints
-
-    table, codes, series, _, _ = _last_per_key(points_table(job, "loss", iters, values))
-    return _NewPoints(table, codes, series).rollup(1_700_000_000_000_000)
-
-
-def test_a_batch_is_merged_by_the_first_chart_of_its_job_that_comes_before_the_writer(store):
-    recent = RecentCharts(10_000_000, store.changes.deletions, levels=FINE)
-    recent.begin("j1")
-    recent.add(_held_rows(store, "j1", np.arange(1_000), np.ones(1_000)))
-    recent.add(_held_rows(store, "j1", np.arange(1_000, 2_000), np.full(1_000, 3.0)))
-    blocks = {"axis": 0, "level": 6, "blocks": (0, 100), "lo": 0, "width": 1024}
-    kept = recent.chart(["j1"], "loss", None, **blocks)
-    assert kept.column("mean").to_pylist() == [(1_000 + 24 * 3.0) / 1024, 3.0]
-    assert kept.column("count").to_pylist() == [1024, 976]
-    assert recent.jobs()[0][1].held == []
-
-
-def test_settle_merges_every_jobs_batches_into_the_blocks_a_chart_reads(store):
-    recent = RecentCharts(10_000_000, store.changes.deletions, levels=FINE)
-    for job in ("a", "b"):
-        recent.begin(job)
-        recent.add(_held_rows(store, job, np.arange(512), np.ones(512)))
-    held = recent.blocks
-    recent.settle()
-    assert all(job.held == [] and job.runs for _, job in recent.jobs())
-    assert 0 < recent.blocks <= held  # the rows held, merged: one per block
-    blocks = {"axis": 0, "level": 9, "blocks": (0, 0), "lo": 0, "width": 512}
-    assert recent.chart(["a", "b"], "loss", None, **blocks).column("count").to_pylist() == [512, 512]

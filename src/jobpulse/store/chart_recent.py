@@ -11,14 +11,9 @@ one of these levels (the whole of a series of millions of points, or days of one
 without a query: the same buckets the rollup's query gives.
 
 A job's blocks are runs of rows sorted by series key (series, axis, level) and block, one row per block in a
-run: the batches' rows make a run of their own, and the last two runs are merged while the last holds at least
+run: a batch's rows make a run of their own, and the last two runs are merged while the last holds at least
 half as many rows as the one before (so a row is merged again a logarithmic number of times, and a job holds
 a few runs). A chart reads its key's rows of every run and merges them as it groups them into buckets.
-
-Merging a batch's rows costs a few milliseconds of the interpreter, as much as the rest of a small batch's
-write: a write only hands its rows to the job (``add``), and they are merged later (``settle``), by the
-writer once the batch is answered or by the first chart of the job that comes before, so a chart never reads
-the memory without a batch already answered.
 
 Which jobs are kept is ``recent.RecentJobs``' account (from their first point, until a deletion of their
 data, a failed write, or ``blocks`` blocks in all, the jobs written longest ago going first).
@@ -51,29 +46,15 @@ class _Job:
     ids: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     series: int = 0  # numbers given
     runs: list[Blocks] = field(default_factory=list)  # rows sorted by key and block; the later, the shorter
-    held: list[pa.Table] = field(default_factory=list)  # rollup rows written, not merged into the runs yet
-    size: int = 0  # rows of all runs and held tables
+    size: int = 0  # rows of all runs
 
-    def hold(self, rows: pa.Table) -> None:
-        """Take the rollup ``rows`` of a write, to merge at the next ``settle``."""
-        self.held.append(rows)
-        self.size += rows.num_rows
-
-    def settle(self) -> None:
-        """Merge the rows held into the runs, as one run."""
-        if not self.held:
-            return
-        rows = pa.concat_tables(self.held) if len(self.held) > 1 else self.held[0]
-        self.held = []
-        self._add(_run(self, rows))
-        self.size = sum(len(run["key"]) for run in self.runs)
-
-    def _add(self, rows: Blocks) -> None:
+    def add(self, rows: Blocks) -> None:
         """Add a run of ``rows``, then merge the last two runs while the last is not much shorter."""
         self.runs.append(rows)
         while len(self.runs) > 1 and 2 * len(self.runs[-1]["key"]) >= len(self.runs[-2]["key"]):
             last = self.runs.pop()
             self.runs[-1] = _merged({name: np.concatenate((self.runs[-1][name], last[name])) for name in _COLUMNS})
+        self.size = sum(len(run["key"]) for run in self.runs)
 
     def rows(self, key: int, blocks: tuple[int, int]) -> Blocks:
         """The rows of every run of ``key`` whose block is in ``blocks`` (first, last)."""
@@ -107,29 +88,14 @@ class RecentCharts(RecentJobs[_Job]):
         return self.size
 
     def add(self, rows: pa.Table) -> None:
-        """Take the rollup rows the table was just given (``rollup.rollup_rows``: counting points or taking them
-        back out); those of the kept levels are merged at the next ``settle`` or chart of their job."""
+        """Merge the rollup rows the table was just given (``rollup.rollup_rows``: counting points or taking them
+        back out), those of the kept levels."""
         axis = rows.column("axis").to_numpy()
         level = rows.column("level").to_numpy()
         coarse = level >= np.where(axis == 0, self._levels[0], self._levels[1])
-        if coarse.any():
-            self.merge(rows if coarse.all() else rows.filter(pa.array(coarse)), lambda job, its: job.hold(its))
-
-    def settle(self) -> None:
-        """Merge the rows every kept job holds since its last chart or settle."""
-        with self.lock:
-            for name in [name for name, job in self.jobs() if job.held]:
-                self._settled(name)
-
-    def _settled(self, name: str) -> _Job | None:
-        """The kept job ``name`` with the rows it holds merged, if it is still kept after. Under ``lock``."""
-        job = self.current(name)
-        if job is not None and job.held:
-            before = job.size
-            job.settle()
-            self._grown(job, before)
-            job = self.current(name)
-        return job
+        if not coarse.any():
+            return
+        self.merge(rows.filter(pa.array(coarse)), lambda job, its: job.add(_run(job, its)))
 
     def chart(
         self,
@@ -153,7 +119,7 @@ class RecentCharts(RecentJobs[_Job]):
         size = 1 << level
         parts = []
         with self.lock:
-            kept = [self._settled(name) for name in jobs]
+            kept = [self.current(name) for name in jobs]
             if any(job is None for job in kept):
                 return None
             for name, job in sorted(zip(jobs, kept, strict=True), key=lambda pair: pair[0]):

@@ -81,10 +81,6 @@ class RecentJobs(Generic[J]):
             return None
         return job
 
-    def jobs(self) -> list[tuple[str, J]]:
-        """The kept jobs, by name, least recently written first. Under ``lock``."""
-        return list(self._jobs.items())
-
     def _written(self, name: str) -> J | None:
         """``current``, as the job written most recently. Under ``lock``."""
         job = self.current(name)

@@ -15,8 +15,8 @@ inserts fails, the batch is taken back out of the rollup and its stored points a
 client's resend stores it whole; the summary, whose columns are maxima, minima and a count, cannot take
 it back: it shows the batch's last point until the batch is resent (or a later one passes it). It counts
 the new points of each batch: a replacement is not counted again, a resend after a failed insert is.
-Events replace by key and need no care. The rollup rows of a batch stored whole are merged into the in-memory
-coarse blocks too (``chart_recent.py``), after the batch is answered.
+Events replace by key and need no care. The rollup rows inserted are merged into the in-memory coarse
+blocks too (``chart_recent.py``).
 """
 
 from __future__ import annotations
@@ -201,13 +201,12 @@ class Writer:
             name: self._beside(self._engine.insert, f"{self._db}.{name}", rows, _AS_GIVEN)
             for name, rows in (("scalars_rollup", rollup), ("scalars", points), ("scalars_latest", summary))
         }
+        if charts is not None:
+            charts.add(rollup)  # while the engine inserts; forgotten below if the batch fails
         failed = {name: error for name, future in pending.items() if (error := future.exception()) is not None}
         if "scalars_latest" not in failed:
             self._catalogue.extend(summary)  # as the summary now reads, whether the points are stored or not
         if not failed:
-            if charts is not None:
-                charts.add(rollup)
-                self._beside(charts.settle)  # merged once the batch is answered, unless a chart comes first
             return table.num_rows
         if charts is not None:
             charts.refuse(jobs)  # whether the rollup is put back as it was is not known
@@ -230,10 +229,10 @@ class Writer:
         return self._tables.submit(call, *args)
 
     def _beside(self, call: Callable[..., None], *args: Any) -> Future:
-        """``call(*args)`` on one of the writer's helper threads, while this thread goes on (four: a batch's three
-        inserts, and the chart memory's merge of the batch before)."""
+        """``call(*args)`` on one of the writer's helper threads (a batch's three inserts), while this thread goes
+        on."""
         if self._helper is None:
-            self._helper = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jobpulse-writer")
+            self._helper = ThreadPoolExecutor(max_workers=3, thread_name_prefix="jobpulse-writer")
         return self._helper.submit(call, *args)
 
     def _take_back(self, new: _NewPoints, inserted: int) -> None:
