@@ -1,0 +1,92 @@
+"""The floor under every write's latency: what the embedded engine and this machine take for the smallest statements.
+
+A small request's time is mostly the engine's statements, so this prints what the engine itself takes, without
+jobpulse around it: ``SELECT 1`` and an insert of 100 rows (a ClearML ``add_batch`` of 100 scalar events is 100
+points) into a MergeTree table, through one chdb connection to a fresh data directory, each timed --repeats times
+back to back and again after a pause before every statement (--pause-ms; the ClearML SDK's reporter waits between
+its batches). Beside them, the same pauses before a hand-off between two Python threads (one puts an item on a
+queue, the other answers on another), which measures how long this machine takes to wake a sleeping thread: a
+statement of the engine hands work to its own threads several times.
+
+    .venv/bin/python bench/bench_engine_floor.py
+    .venv/bin/python bench/bench_engine_floor.py --repeats 400 --pause-ms 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import queue
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+from machine import describe
+
+
+def timed(call: Callable[[], object], repeats: int, pause: float) -> np.ndarray:
+    """Milliseconds of each of ``repeats`` calls, ``pause`` seconds before each (after a few untimed ones)."""
+    for _ in range(5):
+        call()
+    out = np.empty(repeats)
+    for i in range(repeats):
+        time.sleep(pause)
+        start = time.perf_counter()
+        call()
+        out[i] = time.perf_counter() - start
+    return out * 1000
+
+
+def thread_handoff() -> Callable[[], None]:
+    """A call that hands an item to another thread and waits for its answer."""
+    asked: queue.Queue = queue.Queue()
+    answered: queue.Queue = queue.Queue()
+
+    def answer() -> None:
+        while True:
+            answered.put(asked.get())
+
+    threading.Thread(target=answer, daemon=True).start()
+
+    def call() -> None:
+        asked.put(1)
+        answered.get()
+
+    return call
+
+
+def engine_calls(path: str) -> dict[str, Callable[[], None]]:
+    """``SELECT 1`` and a 100-row insert through one chdb connection to ``path``."""
+    import chdb
+
+    connection = chdb.connect(path)
+    connection.query(
+        "CREATE TABLE points (series String, iter Int64, value Float64) ENGINE = MergeTree ORDER BY (series, iter)"
+    )
+    rows = ", ".join(f"('metric_{k // 10}/variant_{k % 10}', 0, {k / 100})" for k in range(100))
+    return {
+        "SELECT 1": lambda: connection.query("SELECT 1", "Null"),
+        "INSERT of 100 rows": lambda: connection.query(f"INSERT INTO points VALUES {rows}", "Null"),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=200, help="timed calls per line")
+    parser.add_argument("--pause-ms", type=float, default=100.0, help="the pause before each call of the paused lines")
+    args = parser.parse_args()
+    print(f"machine: {describe()}")
+    print("engine:  embedded chdb, one connection, a fresh data directory; p50 / p99 in ms")
+    with tempfile.TemporaryDirectory() as path:
+        calls = {"thread hand-off": thread_handoff(), **engine_calls(path)}
+        for label, call in calls.items():
+            for pause in (0.0, args.pause_ms / 1000):
+                ms = timed(call, args.repeats, pause)
+                when = "back to back" if not pause else f"{args.pause_ms:.0f} ms pause before each"
+                print(f"  {label:<20} {when:<26} p50 {np.percentile(ms, 50):7.3f}   p99 {np.percentile(ms, 99):7.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
