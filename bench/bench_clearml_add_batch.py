@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import orjson
 from machine import describe
+from timing import timed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
@@ -140,19 +141,6 @@ def mixed_events(task: str, step: int, count: int, now: int) -> list[dict[str, A
 def bodies(make: Callable[..., list[dict[str, Any]]], task: str, requests: int, count: int) -> list[bytes]:
     now = int(time.time() * 1000) - 86_400_000
     return [b"\n".join(orjson.dumps(e) for e in make(task, step, count, now)) for step in range(requests)]
-
-
-def timed(call: Callable[[], Any], repeats: int, warmup: int, pause: float = 0.0) -> np.ndarray:
-    """Milliseconds of each of ``repeats`` calls after ``warmup`` untimed ones, ``pause`` seconds between calls."""
-    for _ in range(warmup):
-        call()
-    out = np.empty(repeats)
-    for i in range(repeats):
-        time.sleep(pause)
-        started = time.perf_counter()
-        call()
-        out[i] = time.perf_counter() - started
-    return out * 1000
 
 
 def trivial(http: Http, path: str, method: str = "GET") -> Callable[[], None]:

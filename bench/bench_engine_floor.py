@@ -18,24 +18,11 @@ import argparse
 import queue
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 
 import numpy as np
 from machine import describe
-
-
-def timed(call: Callable[[], object], repeats: int, pause: float) -> np.ndarray:
-    """Milliseconds of each of ``repeats`` calls, ``pause`` seconds before each (after a few untimed ones)."""
-    for _ in range(5):
-        call()
-    out = np.empty(repeats)
-    for i in range(repeats):
-        time.sleep(pause)
-        start = time.perf_counter()
-        call()
-        out[i] = time.perf_counter() - start
-    return out * 1000
+from timing import timed
 
 
 def thread_handoff() -> Callable[[], None]:
@@ -82,7 +69,7 @@ def main() -> int:
         calls = {"thread hand-off": thread_handoff(), **engine_calls(path)}
         for label, call in calls.items():
             for pause in (0.0, args.pause_ms / 1000):
-                ms = timed(call, args.repeats, pause)
+                ms = timed(call, args.repeats, 5, pause)
                 when = "back to back" if not pause else f"{args.pause_ms:.0f} ms pause before each"
                 print(f"  {label:<20} {when:<26} p50 {np.percentile(ms, 50):7.3f}   p99 {np.percentile(ms, 99):7.3f}")
     return 0
