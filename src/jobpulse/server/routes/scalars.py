@@ -6,7 +6,7 @@ bucket, ``worker=NAME`` one worker's."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import asyncio
 from typing import Any
 
 import orjson
@@ -207,12 +207,12 @@ def progress(
 
 
 @router.get("/jp/v1/scalars/latest", summary="The latest value of every metric of the jobs named in ?jobs=a,b")
-def latest_get(
+async def latest_get(
     request: Request, jobs: str = "", workers: str = "leader", worker: str | None = None, key: ApiKey = Depends(caller)
 ) -> JSON:
     """The leader's series of each metric and variant; ``workers=all`` answers a row per worker (each naming its
     ``worker``), ``worker=NAME`` that worker's rows."""
-    return _latest(context(request), key, split_list(jobs), (workers, worker))
+    return await _latest(context(request), key, split_list(jobs), (workers, worker))
 
 
 @router.post(
@@ -230,21 +230,31 @@ async def latest_post(
     names = body.get("jobs") if isinstance(body, dict) else None
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise BadRequest('body must be {"jobs": [job ids]}', field="jobs")
-    return await run_in_threadpool(_latest, context(request), key, names, (workers, worker))
+    return await _latest(context(request), key, names, (workers, worker))
 
 
-def _latest(ctx: Context, key: ApiKey, names: list[str], ranks: tuple[str, str | None]) -> JSON:
+async def _latest(ctx: Context, key: ApiKey, names: list[str], ranks: tuple[str, str | None]) -> JSON:
     if not 1 <= len(names) <= MAX_LATEST:
         raise BadRequest(f"'jobs' must name 1 to {MAX_LATEST} jobs", field="jobs")
     mode, worker = check_mode(ranks[0], LATEST_MODES), check_worker(ranks[1])
     # the values are read beside the jobs (two statements at once), and answered only if the key may read every job
-    with ThreadPoolExecutor(max_workers=1) as beside:
-        values = beside.submit(ctx.store.scalars.latest, names, workers=mode, worker=worker)
-        found = ctx.store.jobs.projects_of(names)
-        missing = [n for n in names if n not in found or not key.allows_project(found[n])]
-        if missing:
-            raise NotFound(f"job {missing[0]!r} does not exist", field="jobs")
-        rows = values.result()
+    values, found = await asyncio.gather(
+        run_in_threadpool(ctx.store.scalars.latest, names, workers=mode, worker=worker),
+        run_in_threadpool(ctx.store.jobs.projects_of, names),
+        return_exceptions=True,
+    )
+    if isinstance(found, BaseException):
+        raise found
+    missing = [n for n in names if n not in found or not key.allows_project(found[n])]
+    if missing:
+        raise NotFound(f"job {missing[0]!r} does not exist", field="jobs")
+    if isinstance(values, BaseException):
+        raise values
+    return await run_in_threadpool(_latest_answer, names, values)
+
+
+def _latest_answer(names: list[str], rows: list[dict[str, Any]]) -> JSON:
+    """The latest values ``rows`` (a ``job`` each) as answered: by job, in the order of ``names``."""
     out: dict[str, list] = {}
     for row in rows:
         job = row.pop("job")
