@@ -9,7 +9,7 @@ import pytest
 
 from jobpulse.store import Store
 from jobpulse.store.job_merge import fold, merge
-from jobpulse.store.jobs import Job
+from jobpulse.store.job_rows import Job
 
 
 class _Meanwhile:

@@ -240,7 +240,7 @@ def test_a_registration_and_a_worker_status_at_once_keep_both_changes(store):
     from concurrent.futures import ThreadPoolExecutor
     from threading import Barrier
 
-    from jobpulse.store.jobs import Job
+    from jobpulse.store.job_rows import Job
 
     def at_once(together: Barrier, change, *args) -> None:  # noqa: ANN001
         together.wait()
@@ -281,7 +281,7 @@ class _EndsWorkerAfterRead:
 
 
 def test_a_worker_ending_while_its_first_samples_register_it_stays_ended(store):
-    from jobpulse.store.jobs import Job
+    from jobpulse.store.job_rows import Job
 
     store.jobs.create(Job(job="short", project="proj", name="short"))
     ending = _EndsWorkerAfterRead(store, "short", "worker-0")

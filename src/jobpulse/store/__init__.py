@@ -14,7 +14,8 @@ from .files import Files
 from .findings import Findings
 from .insight_config import InsightConfig
 from .insight_data import InsightData
-from .jobs import Job, Jobs
+from .job_rows import Job
+from .jobs import Jobs
 from .keys import ApiKey, Keys
 from .logs import LogFilter, Logs
 from .progress import Progress, WorkerProgress

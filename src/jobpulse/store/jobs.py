@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
-import copy
 import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
-
-import orjson
 
 from ..errors import BadRequest, Conflict, NotFound
 from .changes import Changes
 from .engine import Engine
 from .identity import now_ms
-from .job_writes import JobWrites, ReadAs, Versions
+from .job_rows import (
+    ENDED,
+    JOB_COLUMNS,
+    STATUSES,
+    Job,
+    as_read,
+    base_of,
+    change_time,
+    is_deleted,
+    job_from_row,
+)
+from .job_writes import JobWrites, Versions
 from .workers import Worker, Workers
 
-STATUSES = ("created", "running", "completed", "failed", "stopped")
-ENDED = frozenset({"completed", "failed", "stopped"})
 DATA_TABLES = (
     "scalars",
     "scalars_latest",
@@ -39,70 +44,6 @@ DATA_TABLES = (
 # What a job keeps when its reported data is deleted (a ClearML reset): its workers, and its files (a ClearML client
 # deletes those itself, from the URLs the reset answers).
 _KEPT_ON_RESET = ("workers", "files", "file_chunks")
-
-
-def _when(at: int | None) -> int:
-    """The time of a change: the sender's ``at`` (a change sent late, from a spool, keeps its own time), never
-    later than now (a node's clock ahead of the server's), else now."""
-    now = now_ms()
-    return now if at is None else min(at, now)
-
-
-@dataclass
-class Job:
-    job: str
-    project: str
-    name: str = ""
-    status: str = "created"
-    created: int = 0
-    started: int | None = None
-    ended: int | None = None
-    updated: int = 0
-    tags: list[str] = field(default_factory=list)
-    config: dict = field(default_factory=dict)
-    instance_type: dict = field(default_factory=dict)
-    error_message: str = ""
-    leader: str = ""
-    locked: bool = False
-    # The version this job was read at and its row then (None: it did not exist; config as text, parsed only
-    # when written); a write merges what it changed from that row with what others changed meanwhile.
-    read_as: ReadAs | None = field(default=None, repr=False, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "read_as"}
-
-
-_JOB_COLUMNS = """job, project, name, status, toUnixTimestamp64Milli(created) AS created,
-    toUnixTimestamp64Milli(started) AS started, toUnixTimestamp64Milli(ended) AS ended,
-    toUnixTimestamp64Milli(updated) AS updated, tags, config, instance_type, error_message, leader, locked,
-    deleted, version"""
-
-
-def _job_from_row(row: dict) -> Job:
-    version, deleted = row.pop("version"), row.pop("deleted")
-    row.update(config=row["config"] or "{}", instance_type=row["instance_type"] or "{}", locked=bool(row["locked"]))
-    job = Job(**{**row, "config": orjson.loads(row["config"]), "instance_type": orjson.loads(row["instance_type"])})
-    job.read_as = (version, {**row, "tags": list(row["tags"]), "deleted": deleted})
-    return job
-
-
-def _as_read(state: dict[str, Any]) -> dict[str, Any]:
-    """A job's state (``Job.to_dict()`` and ``deleted``) in the form ``Job.read_as`` keeps."""
-    dumps = orjson.dumps
-    return {**state, "config": dumps(state["config"]).decode(), "instance_type": dumps(state["instance_type"]).decode()}
-
-
-def _base(read_as: ReadAs | None) -> ReadAs | None:
-    """``Job.read_as`` with its config parsed: the state a write's changes are taken from."""
-    if read_as is None or read_as[1] is None:
-        return read_as
-    version, row = read_as
-    parsed = {"config": orjson.loads(row["config"]), "instance_type": orjson.loads(row["instance_type"])}
-    return version, {**row, **parsed}
-
-
-def _is_deleted(job: Job) -> bool:
-    return bool(job.read_as and job.read_as[1] and job.read_as[1]["deleted"])
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -136,7 +77,7 @@ class Jobs:
 
     def get(self, job: str) -> Job | None:
         found = self._read([job]).get(job)
-        return None if found is None or _is_deleted(found) else found
+        return None if found is None or is_deleted(found) else found
 
     def require(self, job: str) -> Job:
         found = self.get(job)
@@ -145,7 +86,7 @@ class Jobs:
         return found
 
     def get_many(self, jobs: list[str]) -> dict[str, Job]:
-        return {job_id: job for job_id, job in self._read(jobs).items() if not _is_deleted(job)}
+        return {job_id: job for job_id, job in self._read(jobs).items() if not is_deleted(job)}
 
     def projects_of(self, jobs: list[str]) -> dict[str, str]:
         """The project of each of ``jobs`` that exists, without reading the jobs' other fields."""
@@ -160,10 +101,10 @@ class Jobs:
         if not jobs:
             return {}
         rows = self._engine.query(
-            f"SELECT {_JOB_COLUMNS} FROM {self._db}.jobs FINAL WHERE job IN {{jobs:Array(String)}}",
+            f"SELECT {JOB_COLUMNS} FROM {self._db}.jobs FINAL WHERE job IN {{jobs:Array(String)}}",
             {"jobs": list(jobs)},
         ).to_pylist()
-        return {row["job"]: _job_from_row(row) for row in rows}
+        return {row["job"]: job_from_row(row) for row in rows}
 
     @staticmethod
     def _new(job: Job, found: Job | None) -> Job:
@@ -203,11 +144,11 @@ class Jobs:
             where.append("(toUnixTimestamp64Milli(created), job) < ({ac:Int64}, {aj:String})")
             params["ac"], params["aj"] = after
         rows = self._engine.query(
-            f"SELECT {_JOB_COLUMNS} FROM {self._db}.jobs FINAL WHERE {' AND '.join(where)} "
+            f"SELECT {JOB_COLUMNS} FROM {self._db}.jobs FINAL WHERE {' AND '.join(where)} "
             "ORDER BY created DESC, job DESC LIMIT {limit:UInt32}",
             params,
         ).to_pylist()
-        return [_job_from_row(row) for row in rows]
+        return [job_from_row(row) for row in rows]
 
     def projects(self, projects: list[str] | None) -> list[dict[str, Any]]:
         where, params = "deleted = 0", {}
@@ -231,13 +172,13 @@ class Jobs:
         updated = now_ms()
         for job in jobs:
             job.updated = updated
-        stored = self._writes.write([(job.job, _base(job.read_as), {**job.to_dict(), "deleted": 0}) for job in jobs])
+        stored = self._writes.write([(job.job, base_of(job.read_as), {**job.to_dict(), "deleted": 0}) for job in jobs])
         for job in jobs:
             version, state = stored[job.job]
             for name, value in state.items():
                 if name != "deleted":
                     setattr(job, name, value)  # objects of the stored state's own
-            job.read_as = (version, _as_read(state))
+            job.read_as = (version, as_read(state))
         return jobs
 
     @_one_at_a_time
@@ -245,12 +186,12 @@ class Jobs:
         """Register ``job`` unless it exists, as created ``at`` (else now); answers (the job, whether it was
         created)."""
         found = self._read([job.job]).get(job.job)
-        if found is not None and not _is_deleted(found):
+        if found is not None and not is_deleted(found):
             if found.project != job.project:
                 raise Conflict(f"job {job.job!r} already exists in another project", field="job")
             return found, False
         self._new(job, found)
-        job.created = job.created or _when(at)
+        job.created = job.created or change_time(at)
         if job.status not in STATUSES:
             raise BadRequest(f"'status' must be one of {', '.join(STATUSES)}", field="status")
         if job.status != "created" and job.started is None:
@@ -290,7 +231,7 @@ class Jobs:
             writes = []
             for job_id, project in jobs.items():
                 found = existing.get(job_id)
-                if found is None or _is_deleted(found):
+                if found is None or is_deleted(found):
                     start = first_seen_ms.get(job_id) or now_ms()
                     new = Job(job=job_id, project=project, name=job_id, status="running", created=now_ms())
                     new.started = start
@@ -320,7 +261,7 @@ class Jobs:
             return
         if status == "created":
             raise Conflict(f"job {job.job!r} is {job.status}; it cannot go back to created", field="status")
-        when = _when(at)
+        when = change_time(at)
         if status == "running":
             job.ended = None
             job.started = job.started or when
@@ -341,7 +282,7 @@ class Jobs:
         state = {**job.to_dict(), "config": {}, "instance_type": {}, "locked": False, "deleted": 1}
         with self._lock:  # its version too, so that a change made meanwhile cannot come after the deletion
             state["updated"] = now_ms()
-            self._writes.write([(job_id, _base(job.read_as), state)])
+            self._writes.write([(job_id, base_of(job.read_as), state)])
 
     # -- workers ----------------------------------------------------------------------------------
 
@@ -360,7 +301,7 @@ class Jobs:
     def set_worker(self, job_id: str, worker: str, changes: dict[str, Any], at: int | None = None) -> Worker:
         """Register ``worker`` or change it; its start (when new) and end are timed ``at`` (else now)."""
         job = self.require(job_id)
-        when = _when(at)
+        when = change_time(at)
         found = next((w for w in self.workers(job_id) if w.worker == worker), None)
         found = found or Worker(job=job_id, worker=worker, status="running", started=when)
         status = changes.get("status", found.status)

@@ -11,7 +11,7 @@ from ...errors import BadRequest
 from ...ingest.limits import MAX_DEPTH, depth
 from ...store import ApiKey, Job
 from ...store.identity import check_at, check_job, check_placement, check_project, check_worker
-from ...store.jobs import STATUSES
+from ...store.job_rows import STATUSES
 from ..context import caller, context, page_args
 from ..responses import JSON
 
