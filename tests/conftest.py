@@ -78,7 +78,7 @@ def any_store(any_engine: Engine) -> Iterator[Store]:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path, write_credentials=False, follow_poll_ms=50)
+    return Settings(data_dir=tmp_path, write_credentials=False, follow_poll_ms=50, insights_interval_s=0)
 
 
 @pytest.fixture

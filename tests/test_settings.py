@@ -39,3 +39,12 @@ def test_every_setting_is_a_server_flag():
     help_text = parser._subparsers._group_actions[0].choices["server"].format_help()
     for setting in SETTINGS:
         assert "--" + setting.name.replace("_", "-") in help_text
+
+
+def test_settings_built_in_code_take_the_tables_defaults():
+    from jobpulse.settings import Settings, default_data_dir
+
+    built, loaded = Settings(), load_settings(environ={})
+    for setting in SETTINGS:
+        expected = default_data_dir() if setting.name == "data_dir" else setting.default
+        assert getattr(built, setting.name) == expected == getattr(loaded, setting.name), setting.name

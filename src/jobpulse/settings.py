@@ -127,32 +127,37 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 
+def _default(name: str) -> Any:
+    """The default the settings table gives ``name``."""
+    return next(setting.default for setting in SETTINGS if setting.name == name)
+
+
 @dataclass(frozen=True)
 class Settings:
-    host: str = "127.0.0.1"
-    port: int = 8642
+    """Every setting's value; what is not given takes the table's default (``data_dir``: ``default_data_dir()``)."""
+
+    host: str = _default("host")
+    port: int = _default("port")
     data_dir: Path = field(default_factory=default_data_dir)
-    store: str = "embedded"
-    database: str = "jobpulse"
-    cluster: str = ""
-    log_level: str = "info"
-    public_url: str = ""
-    raw_ttl_days: int = 0
-    recent_system_cells: int = 1_000_000
-    recent_chart_blocks: int = 1_000_000
-    max_body_bytes: int = 64 << 20
-    max_events: int = 1_000_000
-    max_file_bytes: int = 256 << 20
-    key_cache_seconds: int = 5
-    session_hours: int = 24 * 7
-    follow_poll_ms: int = 500
-    write_credentials: bool = True
-    metrics_access: str = "key"
-    readiness_timeout_ms: int = 2000
-    master_key_file: Path | None = None
-    # Settings built in code (tests, an embedded server) evaluate insights on demand only; ``load_settings`` (the
-    # ``jobpulse server`` command) takes the table's default, 60 s.
-    insights_interval_s: int = 0
+    store: str = _default("store")
+    database: str = _default("database")
+    cluster: str = _default("cluster")
+    log_level: str = _default("log_level")
+    public_url: str = _default("public_url")
+    raw_ttl_days: int = _default("raw_ttl_days")
+    recent_system_cells: int = _default("recent_system_cells")
+    recent_chart_blocks: int = _default("recent_chart_blocks")
+    max_body_bytes: int = _default("max_body_bytes")
+    max_events: int = _default("max_events")
+    max_file_bytes: int = _default("max_file_bytes")
+    key_cache_seconds: int = _default("key_cache_seconds")
+    session_hours: int = _default("session_hours")
+    follow_poll_ms: int = _default("follow_poll_ms")
+    write_credentials: bool = _default("write_credentials")
+    metrics_access: str = _default("metrics_access")
+    readiness_timeout_ms: int = _default("readiness_timeout_ms")
+    master_key_file: Path | None = _default("master_key_file")
+    insights_interval_s: int = _default("insights_interval_s")
 
     @property
     def url(self) -> str:

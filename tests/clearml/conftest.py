@@ -21,7 +21,9 @@ def store(embedded_engine) -> Store:  # noqa: ANN001 - the session's EmbeddedEng
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory) -> Settings:  # noqa: ANN001
-    return Settings(data_dir=tmp_path_factory.mktemp("clearml"), write_credentials=False, follow_poll_ms=50)
+    return Settings(
+        data_dir=tmp_path_factory.mktemp("clearml"), write_credentials=False, follow_poll_ms=50, insights_interval_s=0
+    )
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ def test_running_jobs_are_evaluated_every_interval_and_the_loop_stops_with_the_a
     assert app.state.insights._thread is None  # stopped at shutdown
 
 
-def test_an_app_built_with_default_settings_evaluates_only_on_demand(store, tmp_path):
-    app = create_app(store, Settings(data_dir=tmp_path, write_credentials=False))
+def test_an_app_with_no_interval_evaluates_only_on_demand(store, tmp_path):
+    app = create_app(store, Settings(data_dir=tmp_path, write_credentials=False, insights_interval_s=0))
     with TestClient(app):
         assert app.state.insights._thread is None
