@@ -5,8 +5,12 @@ Lightning starts the second process itself (it runs this script again); each pri
 
 import sys
 
-import lightning.pytorch as pl
 import torch
+
+try:
+    import lightning.pytorch as pl
+except ImportError:  # the older package name
+    import pytorch_lightning as pl
 
 from jobpulse.sdk.lightning import JobpulseLogger
 

@@ -20,21 +20,7 @@ def test_lightning_logger_reports_metrics_and_hyperparameters(server, tmp_path):
         pl = pytest.importorskip("pytorch_lightning", reason="lightning is not installed")
     torch = pytest.importorskip("torch")
     from jobpulse.sdk.lightning import JobpulseLogger
-
-    class Tiny(pl.LightningModule):
-        def __init__(self, lr: float = 0.05) -> None:
-            super().__init__()
-            self.save_hyperparameters()
-            self.layer = torch.nn.Linear(4, 1)
-
-        def training_step(self, batch, batch_idx):
-            x, y = batch
-            loss = torch.nn.functional.mse_loss(self.layer(x), y)
-            self.log("train/loss", loss, on_step=True, on_epoch=False)
-            return loss
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+    from ranks.lightning_ddp import Tiny  # the module the DDP test trains, on one process here
 
     torch.manual_seed(0)
     x = torch.randn(64, 4)
