@@ -143,11 +143,11 @@ def test_a_job_stored_before_this_process_is_read_from_the_table(store, embedded
     restarted = Store(embedded_engine, store.database)
     _write(restarted, points_table("j1", "loss", np.arange(300_000, 310_000), np.full(10_000, 3.0)))
     assert (
-        restarted.scalars._recent.chart(["j1"], "loss", None, axis=0, level=9, blocks=(0, 700), lo=0, width=3584)
+        restarted.scalars._recent.chart(["j1"], "loss", None, axis=0, level=8, blocks=(0, 1400), lo=0, width=3328)
         is None
     )
     chart = restarted.scalars.charts(["j1"], [("loss", None, None, None)], axis="iter", buckets=100)[0]
-    assert chart["series"][0]["mean"][-1] == 3.0 and chart["series"][0]["count"][0] == 3584
+    assert chart["series"][0]["mean"][-1] == 3.0 and chart["series"][0]["count"][0] == 3328
 
 
 def test_deleting_a_jobs_data_ends_its_memory_and_new_points_start_it_again(store):
@@ -163,13 +163,13 @@ def test_deleting_a_jobs_data_ends_its_memory_and_new_points_start_it_again(stor
 
 
 def test_the_jobs_written_longest_ago_leave_the_memory_first(store):
-    recent = _keep_fine_levels(store, blocks=500)
-    for job in ("a", "b"):  # 10,000 iterations (and 10 s): about 350 blocks at the levels kept
+    recent = _keep_fine_levels(store, blocks=300)
+    for job in ("a", "b"):  # 10,000 iterations (and 10 s): about 225 blocks at the levels kept
         _write(store, points_table(job, "loss", np.arange(10_000), np.ones(10_000)))
     blocks = {"axis": 0, "level": 6, "blocks": (0, 200), "lo": 0, "width": 256}
     assert recent.chart(["a"], "loss", None, **blocks) is None
     assert recent.chart(["b"], "loss", None, **blocks) is not None
-    assert 0 < recent.blocks <= 500
+    assert 0 < recent.blocks <= 300
     _write(store, points_table("a", "loss", np.arange(10_000, 10_100), np.ones(100)))  # no longer kept
     assert recent.chart(["a"], "loss", None, **blocks) is None
 

@@ -12,7 +12,14 @@ from jobpulse.server import create_app
 from jobpulse.settings import Settings
 from jobpulse.store import SeriesWindow, Store, schema
 from jobpulse.store.engine import EmbeddedEngine
-from jobpulse.store.rollup_sql import LATEST_SELECT, ROLLUP_LEVELS, STEP4_LEVELS, by_worker, rollup_select
+from jobpulse.store.rollup_sql import (
+    LATEST_SELECT,
+    ROLLUP_LEVELS,
+    STEP4_LEVELS,
+    STEP16_LEVELS,
+    by_worker,
+    rollup_select,
+)
 
 
 def fresh_database() -> str:
@@ -238,17 +245,28 @@ def test_the_step_keying_scalars_per_worker_keeps_each_workers_stored_points(
     assert upgraded.scalars.chart(["job-2"], "loss", workers="all", buckets=2)["series"][0]["worker"] == "worker-3"
 
 
-def test_the_step_capping_the_rollups_levels_keeps_every_answer_and_drops_only_coarser_blocks(
+@pytest.mark.parametrize(
+    ("marker", "levels_before"),
+    [
+        # the step capping the levels at 2**20 iterations and 2**26 ms: written up to 2**24 and 2**30 before it
+        ("DELETE FROM {db}.scalars_rollup WHERE (axis", STEP4_LEVELS),
+        # the step keeping every other level: written at every power of two before it
+        ("DELETE FROM {db}.scalars_rollup WHERE level % 2", STEP16_LEVELS),
+    ],
+)
+def test_the_steps_dropping_rollup_levels_keep_every_answer_and_drop_only_those_blocks(
     embedded_engine: EmbeddedEngine,
     tmp_path,  # noqa: ANN001
     monkeypatch: pytest.MonkeyPatch,
+    marker: str,
+    levels_before: dict[int, tuple[int, ...]],
 ) -> None:
-    steps = _step_before("DELETE FROM {db}.scalars_rollup")
-    # the chart rollup as the writer of that step stored it: blocks up to 2**24 iterations and 2**30 ms
-    database = _at_step(embedded_engine, monkeypatch, steps, per_worker=True, levels=STEP4_LEVELS)
+    steps = _step_before(marker)
+    # the chart rollup as the writer of that step stored it
+    database = _at_step(embedded_engine, monkeypatch, steps, per_worker=True, levels=levels_before)
     levels = f"SELECT DISTINCT axis, level FROM {database}.scalars_rollup ORDER BY axis, level"
     assert {(r["axis"], r["level"]) for r in embedded_engine.query(levels).to_pylist()} == {
-        (axis, level) for axis, of_axis in STEP4_LEVELS.items() for level in of_axis
+        (axis, level) for axis, of_axis in levels_before.items() for level in of_axis
     }
     upgraded = Store(embedded_engine, database)
     assert upgraded.previous_version == steps

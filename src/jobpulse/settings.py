@@ -74,7 +74,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "recent_chart_blocks",
         1_000_000,
-        "on the embedded store, how many coarse blocks of the chart rollup (512 iterations or 65.5 s of one series "
+        "on the embedded store, how many coarse blocks of the chart rollup (256 iterations or 65.5 s of one series "
         "and coarser: ~110 bytes each) the server keeps in memory of the jobs it wrote from their first point, so "
         "that charts of long series (millions of points, or days) are computed without a query; the jobs written "
         "longest ago go first; 0 keeps none",

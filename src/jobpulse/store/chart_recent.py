@@ -4,7 +4,7 @@ A chart of a long series reads a few thousand blocks of the chart rollup (``scal
 ``rollup.py``): its cost is the embedded engine's for any query of that size, 12-30 ms, more than the rest of
 the request together, and a live job's chart changes with every batch, so the memory of answers misses on
 nearly every refresh. The store that sees every write keeps here what the rollup holds at its coarse levels
-(blocks of at least ``KEPT_LEVELS`` per axis: 512 iterations, 65.5 s) for the jobs whose points it wrote from
+(blocks of at least ``KEPT_LEVELS`` per axis: 256 iterations, 65.5 s) for the jobs whose points it wrote from
 their first: per series (job, metric, variant and worker), axis, level and block the sums, counts, finite
 minimum and maximum, last point and x range, merged as the table merges them. The chart of a series that reads
 one of these levels (the whole of a series of millions of points, or days of one) is then computed from here
@@ -30,7 +30,7 @@ import pyarrow as pa
 from .recent import RecentJobs
 from .series import row_keys
 
-KEPT_LEVELS = {0: 9, 1: 16}  # per axis (0: iterations, 1: milliseconds), the finest level kept
+KEPT_LEVELS = {0: 8, 1: 16}  # per axis (0: iterations, 1: milliseconds), the finest level kept
 _SUMS = ("sum", "n", "count")
 _LOWEST = ("min", "first_x", "first_iter")
 _HIGHEST = ("max", "last_x", "last_iter")

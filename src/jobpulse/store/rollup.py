@@ -13,6 +13,8 @@ here the finest blocks are runs of a sorted array and each coarser level is grou
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 
@@ -122,9 +124,9 @@ def _axis_rows(
         "last_iter": np.maximum.reduceat(iters, starts),
     }
     out = [_with_level(level_rows, axis, levels[0])]
-    # each coarser level from the one below: its blocks halve, still in (series, block) order
-    for level in levels[1:]:
-        block = level_rows["block"] >> 1
+    # each coarser level from the one below: its blocks join 2 ** (the levels apart), still in (series, block) order
+    for below, level in itertools.pairwise(levels):
+        block = level_rows["block"] >> (level - below)
         starts = _run_starts(level_rows["code"], block)
         ends = np.append(starts[1:], len(block)) - 1
         level_rows = {

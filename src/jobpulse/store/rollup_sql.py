@@ -4,13 +4,17 @@ the schema's steps rebuild them from stored points (the writer computes the same
 from __future__ import annotations
 
 # Block sizes of the scalar rollup, as powers of two: iterations (axis 0) and milliseconds (axis 1), as many
-# levels on each axis. Each axis's first level is grouped from the points; the coarser ones from those groups. One
-# level per power of two keeps a chart of N buckets to between 4N and 8N rollup rows whatever its range, up to the
-# coarsest level: 2**20 iterations, 2**26 ms (18.6 hours). A batch writes a row per level for each series of it (a
-# fleet's batch holds one point of each of many series: a row per level per point), and coarser levels served only
-# charts wider than 4,000 M iterations or, at 1,000 buckets, eight years; a chart wider still reads more blocks per
-# bucket.
-ROLLUP_LEVELS = {0: tuple(range(6, 21)), 1: tuple(range(12, 27))}
+# levels on each axis, every other power of two up to the coarsest: 2**20 iterations, 2**26 ms (18.6 hours). Each
+# axis's first level is grouped from the points; the coarser ones from those groups. A chart of N buckets reads
+# between 4N and 16N rollup rows whatever its range (a chart wider than 4,000 M iterations or, at 1,000 buckets,
+# eight years, more). A batch writes a row per level for each series of it, and a fleet's batch holds one point of
+# each of many series: every level costs a row per point, and a level per power of two (as schema steps 4 to 17
+# kept) made the rollup most of a small batch's write (a group of 30 batches of 200 series: 229-237 ms written
+# with a level per power of two, 151-159 ms with every other one; a 1,000-bucket chart of 4 M points from the
+# memory of chart_recent.py 2.5 -> 3.6 ms).
+ROLLUP_LEVELS = {0: tuple(range(6, 21, 2)), 1: tuple(range(12, 27, 2))}
+# The levels of schema steps 16 and 17: a level per power of two, up to the same coarsest.
+STEP16_LEVELS = {0: tuple(range(6, 21)), 1: tuple(range(12, 27))}
 # The levels of schema steps 4 to 15: written by the steps that rebuild the rollup as it was then.
 STEP4_LEVELS = {0: tuple(range(6, 25)), 1: tuple(range(12, 31))}
 # The levels schema step 2 created (every fourth power of two), kept so that step reads as written.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .engine import Engine
 from .migrations import apply_steps
-from .rollup_sql import LATEST_SELECT, ROLLUP_LEVELS, STEP2_LEVELS, STEP4_LEVELS, by_worker, rollup_select
+from .rollup_sql import LATEST_SELECT, STEP2_LEVELS, STEP4_LEVELS, STEP16_LEVELS, by_worker, rollup_select
 
 
 def _sql(text: str) -> str:
@@ -348,16 +348,21 @@ MIGRATIONS: list[list[str]] = [
         SETTINGS index_granularity = 256, index_granularity_bytes = 1048576""",
     ],
     [
-        # The chart rollup keeps its levels up to 2**20 iterations and 2**24 ms (rollup_sql.ROLLUP_LEVELS): the
+        # The chart rollup keeps its levels up to 2**20 iterations and 2**26 ms (rollup_sql.STEP16_LEVELS): the
         # blocks of the coarser ones, which no chart reads any more, go.
-        f"DELETE FROM {{db}}.scalars_rollup WHERE (axis = 0 AND level > {ROLLUP_LEVELS[0][-1]}) "
-        f"OR (axis = 1 AND level > {ROLLUP_LEVELS[1][-1]})",
+        f"DELETE FROM {{db}}.scalars_rollup WHERE (axis = 0 AND level > {STEP16_LEVELS[0][-1]}) "
+        f"OR (axis = 1 AND level > {STEP16_LEVELS[1][-1]})",
     ],
     [
         # Claims of insight findings and nonces of signed requests are kept once per name (store/once.py): the
         # engine remembers the deduplication tokens of the last 10,000 inserts of each table.
         "ALTER TABLE {db}.insight_claims MODIFY SETTING non_replicated_deduplication_window = 10000",
         "ALTER TABLE {db}.signature_nonces MODIFY SETTING non_replicated_deduplication_window = 10000",
+    ],
+    [
+        # The chart rollup keeps every other level (rollup_sql.ROLLUP_LEVELS: 2**6, 2**8 ... iterations, 2**12,
+        # 2**14 ... ms): the blocks of the odd levels go, and charts read the next finer even level instead.
+        "DELETE FROM {db}.scalars_rollup WHERE level % 2 = 1",
     ],
 ]
 
