@@ -4,12 +4,14 @@ A small request's time is mostly the engine's statements, so this prints what th
 jobpulse around it: ``SELECT 1`` and an insert of 100 rows (a ClearML ``add_batch`` of 100 scalar events is 100
 points) into a MergeTree table, through one chdb connection to a fresh data directory, each timed --repeats times
 back to back and again after a pause before every statement (--pause-ms; the ClearML SDK's reporter waits between
-its batches). Beside them, the same pauses before a hand-off between two Python threads (one puts an item on a
-queue, the other answers on another), which measures how long this machine takes to wake a sleeping thread: a
-statement of the engine hands work to its own threads several times.
+its batches; and a longer one, --long-pause-s, as between a person's clicks). Beside them, the same pauses before
+a hand-off between two Python threads (one puts an item on a queue, the other answers on another), which measures
+how long this machine takes to wake a sleeping thread (a statement of the engine hands work to its own threads
+several times), and before a sum of 2 M floats with numpy (16 MB read from memory, no thread, no engine): what the
+machine itself loses after an idle spell.
 
     .venv/bin/python bench/bench_engine_floor.py
-    .venv/bin/python bench/bench_engine_floor.py --repeats 400 --pause-ms 100
+    .venv/bin/python bench/bench_engine_floor.py --repeats 400 --pause-ms 100 --long-pause-s 2
 """
 
 from __future__ import annotations
@@ -62,15 +64,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=200, help="timed calls per line")
     parser.add_argument("--pause-ms", type=float, default=100.0, help="the pause before each call of the paused lines")
+    parser.add_argument("--long-pause-s", type=float, default=2.0, help="the long pause, before --long-repeats calls")
+    parser.add_argument("--long-repeats", type=int, default=10, help="timed calls after the long pause")
     args = parser.parse_args()
     print(f"machine: {describe()}")
     print("engine:  embedded chdb, one connection, a fresh data directory; p50 / p99 in ms")
     with tempfile.TemporaryDirectory() as path:
-        calls = {"thread hand-off": thread_handoff(), **engine_calls(path)}
+        floats = np.random.default_rng(0).random(2_000_000)
+        calls = {"thread hand-off": thread_handoff(), "numpy sum of 2 M": floats.sum, **engine_calls(path)}
+        loads = [
+            ("back to back", args.repeats, 0.0),
+            (f"{args.pause_ms:.0f} ms pause before each", args.repeats, args.pause_ms / 1000),
+            (f"{args.long_pause_s:g} s pause before each", args.long_repeats, args.long_pause_s),
+        ]
         for label, call in calls.items():
-            for pause in (0.0, args.pause_ms / 1000):
-                ms = timed(call, args.repeats, 5, pause)
-                when = "back to back" if not pause else f"{args.pause_ms:.0f} ms pause before each"
+            for when, repeats, pause in loads:
+                ms = timed(call, repeats, 5, pause)
                 print(f"  {label:<20} {when:<26} p50 {np.percentile(ms, 50):7.3f}   p99 {np.percentile(ms, 99):7.3f}")
     return 0
 
