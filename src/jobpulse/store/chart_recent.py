@@ -28,7 +28,6 @@ import numpy as np
 import pyarrow as pa
 
 from .recent import RecentJobs
-from .series import row_keys
 
 KEPT_LEVELS = {0: 8, 1: 16}  # per axis (0: iterations, 1: milliseconds), the finest level kept
 _SUMS = ("sum", "n", "count")
@@ -87,15 +86,31 @@ class RecentCharts(RecentJobs[_Job]):
         """How many blocks are kept now."""
         return self.size
 
-    def add(self, rows: pa.Table) -> None:
+    def add(self, rows: pa.Table, codes: np.ndarray, names: list[tuple[str, str, str, str]]) -> None:
         """Merge the rollup rows the table was just given (``rollup.rollup_rows``: counting points or taking them
-        back out), those of the kept levels."""
+        back out), those of the kept levels; row ``i`` is of the series ``names[codes[i]]`` (job, metric, variant,
+        worker)."""
         axis = rows.column("axis").to_numpy()
         level = rows.column("level").to_numpy()
         coarse = level >= np.where(axis == 0, self._levels[0], self._levels[1])
         if not coarse.any():
             return
-        self.merge(rows.filter(pa.array(coarse)), lambda job, its: job.add(_run(job, its)))
+        with self.lock:
+            kept = [(name, job) for name in dict.fromkeys(n[0] for n in names) if (job := self._written(name))]
+            number = {name: i for i, (name, _) in enumerate(kept)}
+            ids = np.array(
+                [
+                    (number[job] << 32) | _series_id(kept[number[job]][1], *series) if job in number else -1
+                    for job, *series in names
+                ],
+                dtype=np.int64,
+            )
+            row_ids = np.where(coarse, ids[codes], -1)  # the finer levels' rows are not kept
+            for (name, job), run in zip(kept, _runs_by_job(rows, row_ids, len(kept)), strict=True):
+                if run is not None and self.current(name) is job:  # still kept: another job's growth may end it
+                    before = job.size
+                    job.add(run)
+                    self._grown(job, before)
 
     def chart(
         self,
@@ -134,13 +149,24 @@ class RecentCharts(RecentJobs[_Job]):
         return _table(parts)
 
 
-def _run(job: _Job, rows: pa.Table) -> Blocks:
-    """One job's rollup ``rows`` as a run: keyed by the job's numbers of their series, one row per key and block."""
-    codes, names = row_keys(rows, ("metric", "variant", "worker"))
-    ids = np.array([_series_id(job, *name) for name in names], dtype=np.int64)
+def _runs_by_job(rows: pa.Table, ids: np.ndarray, jobs: int) -> list[Blocks | None]:
+    """The rollup ``rows`` as a run per job, the job numbered ``ids >> 32`` (-1: a job not kept), keyed by its number
+    of their series (``ids``' low 32 bits), one row per key and block; None for a job without rows. One sort for
+    every job of a batch: a fleet's batch holds many."""
+    mine = ids >= 0
+    if not mine.any():
+        return [None] * jobs
     axis = rows.column("axis").to_numpy().astype(np.int64)
     level = rows.column("level").to_numpy().astype(np.int64)
-    return _merged({"key": _key(ids[codes], axis, level), **_columns(rows)})
+    columns = {"key": _key(ids, axis, level), **_columns(rows)}
+    merged = _merged(columns if mine.all() else {name: column[mine] for name, column in columns.items()})
+    job_of = merged["key"] >> 48
+    bounds = np.searchsorted(job_of, np.arange(jobs + 1))
+    merged["key"] &= (1 << 48) - 1
+    return [
+        {name: column[lo:hi] for name, column in merged.items()} if hi > lo else None
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
 
 
 def _series_id(job: _Job, metric: str, variant: str, worker: str) -> int:

@@ -14,6 +14,7 @@ here the finest blocks are runs of a sorted array and each coarser level is grou
 from __future__ import annotations
 
 import itertools
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +29,13 @@ _NO_LAST_X = -9_223_372_036_854_775_807
 LAST_POINT = pa.struct([("x", pa.int64()), ("inserted", pa.timestamp("us")), ("value", pa.float64())])
 
 
+class Rollup(NamedTuple):
+    """Rollup rows, and the code of each row's series among the series they were built for."""
+
+    rows: pa.Table
+    codes: np.ndarray
+
+
 def rollup_rows(
     points: pa.Table,
     codes: np.ndarray,
@@ -36,11 +44,11 @@ def rollup_rows(
     *,
     sign: int = 1,
     levels: dict[int, tuple[int, ...]] = ROLLUP_LEVELS,
-) -> pa.Table:
+) -> Rollup:
     """The rollup rows of ``points`` (columns ``iter``, ``ts``, ``value``), whose row ``i`` belongs to the
-    series ``series[codes[i]]`` (job, metric, variant, worker), inserted at ``inserted_us`` (microseconds). The rows
-    of a series come in iteration order (the writer's), so that of points at one x (the time axis) the last
-    is the one of the highest iteration, as the SQL definition picks it.
+    series ``series[codes[i]]`` (job, metric, variant, worker), inserted at ``inserted_us`` (microseconds), with
+    each row's code. The rows of a series come in iteration order (the writer's), so that of points at one x (the
+    time axis) the last is the one of the highest iteration, as the SQL definition picks it.
 
     ``sign`` -1 gives the rows that take already-counted points back out of the sums (a replaced point):
     negative sums and counts, no minimum or maximum, and a last point that never wins.
@@ -78,7 +86,7 @@ def rollup_rows(
             ],
             fields=list(LAST_POINT),
         )
-    return pa.table(
+    table = pa.table(
         {
             **{name: names[i].take(code_array) for i, name in enumerate(SERIES_COLUMNS)},
             "axis": pa.array(rows["axis"], pa.uint8()),
@@ -96,6 +104,7 @@ def rollup_rows(
             "last_iter": pa.array(rows["last_iter"]),
         }
     )
+    return Rollup(table, rows["code"])
 
 
 def _axis_rows(

@@ -40,7 +40,7 @@ from .engine import Engine
 from .latest import latest_rows
 from .ranks import Series
 from .resends import Resends
-from .rollup import SERIES_COLUMNS, by_series, rollup_rows
+from .rollup import SERIES_COLUMNS, Rollup, by_series, rollup_rows
 from .series import one_value, row_keys
 from .system_recent import RecentSystem
 
@@ -62,12 +62,15 @@ class _NewPoints:
     replaced: pa.Table | None = None
     replaced_codes: np.ndarray | None = None
 
-    def rollup(self, inserted_us: int, sign: int = 1) -> pa.Table:
-        """Rollup rows that count the new points (``sign`` 1) and take the replaced ones out; -1 undoes that."""
+    def rollup(self, inserted_us: int, sign: int = 1) -> Rollup:
+        """Rollup rows that count the new points (``sign`` 1) and take the replaced ones out; -1 undoes that; each
+        row's code among ``series``."""
         parts = [rollup_rows(self.table, self.codes, self.series, inserted_us, sign=sign)]
         if self.replaced is not None:
             parts.append(rollup_rows(self.replaced, self.replaced_codes, self.series, inserted_us, sign=-sign))
-        return pa.concat_tables(parts)
+        if len(parts) == 1:
+            return parts[0]
+        return Rollup(pa.concat_tables([p.rows for p in parts]), np.concatenate([p.codes for p in parts]))
 
 
 class Writer:
@@ -194,7 +197,7 @@ class Writer:
         inserted = self._inserted_now()
         charts = self._charts
         jobs = self._begin_kept(charts, table, "scalars_rollup")
-        rollup = new.rollup(inserted)
+        rollup, rollup_codes = new.rollup(inserted)
         points = table.append_column("inserted", pa.array(np.full(table.num_rows, inserted)).cast(_US))
         summary = latest_rows(table, new.codes, new.series, inserted, new.replaced_codes)
         pending = {
@@ -202,7 +205,7 @@ class Writer:
             for name, rows in (("scalars_rollup", rollup), ("scalars", points), ("scalars_latest", summary))
         }
         if charts is not None:
-            charts.add(rollup)  # while the engine inserts; forgotten below if the batch fails
+            charts.add(rollup, rollup_codes, new.series)  # while the engine inserts; forgotten if the batch fails
         failed = {name: error for name, future in pending.items() if (error := future.exception()) is not None}
         if "scalars_latest" not in failed:
             self._catalogue.extend(summary)  # as the summary now reads, whether the points are stored or not
@@ -238,7 +241,7 @@ class Writer:
     def _take_back(self, new: _NewPoints, inserted: int) -> None:
         """The batch ``new`` failed: take its points back out of the rollup (and the replaced ones back in)."""
         with contextlib.suppress(Exception):  # the insert's own error is the one to answer
-            self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1), _AS_GIVEN)
+            self._engine.insert(f"{self._db}.scalars_rollup", new.rollup(inserted, sign=-1).rows, _AS_GIVEN)
 
     def _delete_points(self, jobs: list[str], inserted: int) -> None:
         """The batch inserted at ``inserted`` failed, but its points were stored: they go (a point it replaced is the
