@@ -193,3 +193,26 @@ def test_a_store_that_does_not_see_every_write_keeps_nothing(store):
     replica = Store(store.engine, store.database, sees_every_write=False)
     assert replica.scalars._recent is None and replica.writer._charts is None
     assert Store(store.engine, store.database, recent_chart_blocks=0).scalars._recent is None
+
+
+def test_a_batch_of_more_jobs_than_one_merge_takes_keeps_each_job_as_the_table_does(store, monkeypatch):
+    import jobpulse.store.chart_recent as chart_recent
+
+    monkeypatch.setattr(chart_recent, "_JOBS_AT_ONCE", 2)
+    _keep_fine_levels(store)
+    jobs = [f"j{k}" for k in range(5)]
+    for start in (0, 3_000):  # two batches, each of the five jobs
+        _write(
+            store,
+            *(
+                points_table(job, "loss", np.arange(start, start + 3_000), np.full(3_000, float(k)))
+                for k, job in enumerate(jobs)
+            ),
+        )
+    asked = [("loss", None, None, None)]
+    counting = CountingEngine(store.engine)
+    store.scalars._engine = counting
+    found = store.scalars.charts(jobs, asked, axis="iter", buckets=20)
+    assert counting.chart_reads == 0  # every job's buckets from the memory
+    assert _same(found, _from_tables(store, jobs, asked, "iter", 20))
+    assert [s["mean"][0] for s in found[0]["series"]] == [0.0, 1.0, 2.0, 3.0, 4.0]

@@ -36,6 +36,8 @@ _HIGHEST = ("max", "last_x", "last_iter")
 _LAST = ("last_at", "last_inserted", "last_value")  # the block's last point, the greatest (x, inserted, value)
 _COLUMNS = ("key", "block", *_SUMS, *_LOWEST, *_HIGHEST, *_LAST)
 Blocks = dict[str, np.ndarray]  # a column each, sorted by key and block, one row per key and block
+# jobs of one batch merged by one sort: their number goes above a key's 48 bits (series << 16 | axis << 8 | level)
+_JOBS_AT_ONCE = 1 << 14
 
 
 @dataclass
@@ -98,19 +100,20 @@ class RecentCharts(RecentJobs[_Job]):
         with self.lock:
             kept = [(name, job) for name in dict.fromkeys(n[0] for n in names) if (job := self._written(name))]
             number = {name: i for i, (name, _) in enumerate(kept)}
-            ids = np.array(
-                [
-                    (number[job] << 32) | _series_id(kept[number[job]][1], *series) if job in number else -1
-                    for job, *series in names
-                ],
+            job_of = np.array([number.get(job, -1) for job, *_ in names], dtype=np.int64)[codes]
+            series = np.array(
+                [_series_id(kept[number[job]][1], *rest) if job in number else -1 for job, *rest in names],
                 dtype=np.int64,
-            )
-            row_ids = np.where(coarse, ids[codes], -1)  # the finer levels' rows are not kept
-            for (name, job), run in zip(kept, _runs_by_job(rows, row_ids, len(kept)), strict=True):
-                if run is not None and self.current(name) is job:  # still kept: another job's growth may end it
-                    before = job.size
-                    job.add(run)
-                    self._grown(job, before)
+            )[codes]
+            for first in range(0, len(kept), _JOBS_AT_ONCE):
+                chunk = kept[first : first + _JOBS_AT_ONCE]
+                mine = coarse & (job_of >= first) & (job_of < first + len(chunk))  # the finer levels are not kept
+                ids = np.where(mine, ((job_of - first) << 32) | series, -1)
+                for (name, job), run in zip(chunk, _runs_by_job(rows, ids, len(chunk)), strict=True):
+                    if run is not None and self.current(name) is job:  # still kept: another job's growth may end it
+                        before = job.size
+                        job.add(run)
+                        self._grown(job, before)
 
     def chart(
         self,
