@@ -3,9 +3,10 @@
 The writer drops the rows of a batch that are stored already (a client resends what it is not sure was stored),
 which costs a lookup of the batch's time range per job, as much as the insert itself. A batch whose rows are all
 newer than every row its workers stored cannot hold one of them: where every write passes through this store
-(the embedded engine), the newest row time of each (table, job, worker) is kept here, read once with the
-engine's order of the table's key and then raised by each batch before it is inserted, so that such a batch needs
-no lookup.
+(the embedded engine), the newest row time of each (table, job, worker) is kept here, read once per process and
+then raised by each batch before it is inserted, so that such a batch needs no lookup. The read follows the key's
+order for log lines (sorted by time within a job: the newest granules only); for system samples, sorted by metric
+and device within a worker, it reads the worker's times once.
 
 What is kept is never older than what is stored: it is raised before the insert (which may store part of a batch
 and fail), and rows that go (a deletion, the raw samples' time to live) only make it newer than the table's,
