@@ -10,7 +10,6 @@ import pytest
 from jobpulse.errors import StoreUnavailable
 from jobpulse.store import Job, LogFilter, SeriesWindow, Store
 from jobpulse.store.columns import columns_to_arrow
-from jobpulse.store.engine import EmbeddedEngine
 from jobpulse.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 
 T0 = 1_790_000_040_000 - (1_790_000_040_000 % 60_000)
@@ -226,15 +225,12 @@ def test_raw_system_ttl_is_set_changed_and_removed(any_store):
     assert " TTL " not in ttl()
 
 
-@pytest.fixture(params=["stream", "python"])
-def insert_path(request: pytest.FixtureRequest, any_store: Store, monkeypatch: pytest.MonkeyPatch) -> Store:
-    """The embedded engine streams small inserts as Arrow IPC and hands large ones to its ``Python()``
-    table function: each path in turn, chosen by the row threshold."""
-    if request.param == "python":
-        if not isinstance(any_store.engine, EmbeddedEngine):
-            pytest.skip("the HTTP transport has one insert path (the Python() table function is the embedded engine's)")
-        monkeypatch.setattr(any_store.engine, "stream_rows", 0)
-    return any_store
+@pytest.fixture
+def python_insert(store: Store, monkeypatch: pytest.MonkeyPatch) -> Store:
+    """An embedded store whose every insert goes through the ``Python()`` table function, the embedded engine's
+    path for large inserts (small ones are streamed as Arrow IPC, the HTTP transport's only path)."""
+    monkeypatch.setattr(store.engine, "stream_rows", 0)
+    return store
 
 
 def _probe_table(store: Store) -> str:
@@ -252,8 +248,23 @@ def _probe_rows(store: Store, table: str) -> list[dict]:
     ).to_pylist()
 
 
-def test_an_insert_takes_every_record_batch_and_arrow_encoding(insert_path):
-    any_store = insert_path
+def test_an_insert_takes_every_record_batch_and_arrow_encoding(any_store):
+    _takes_every_record_batch_and_arrow_encoding(any_store)
+
+
+def test_a_python_insert_takes_every_record_batch_and_arrow_encoding(python_insert):
+    _takes_every_record_batch_and_arrow_encoding(python_insert)
+
+
+def test_a_refused_insert_stores_nothing_and_the_engine_takes_the_next_statement(any_store):
+    _refused_insert_stores_nothing(any_store)
+
+
+def test_a_refused_python_insert_stores_nothing_and_the_engine_takes_the_next_statement(python_insert):
+    _refused_insert_stores_nothing(python_insert)
+
+
+def _takes_every_record_batch_and_arrow_encoding(any_store: Store) -> None:
     table = _probe_table(any_store)
     first = pa.record_batch(
         {
@@ -280,8 +291,7 @@ def test_an_insert_takes_every_record_batch_and_arrow_encoding(insert_path):
     ]
 
 
-def test_a_refused_insert_stores_nothing_and_the_engine_takes_the_next_statement(insert_path):
-    any_store = insert_path
+def _refused_insert_stores_nothing(any_store: Store) -> None:
     table = _probe_table(any_store)
     good = pa.table({"name": ["kept"], "n": pa.array([1], pa.int64()), "at": pa.array([5], pa.timestamp("ms"))})
     any_store.engine.insert(table, good)
