@@ -66,8 +66,9 @@ def create_app(
     )
     app.state.insights = Insights(store, settings)  # evaluates running jobs from startup to shutdown (_lifespan)
     app.state.error_shapes = []
-    # Chart and heat-map answers are large, repetitive JSON; event streams are left uncompressed.
-    app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=5)
+    # Chart and heat-map answers are large, repetitive JSON; event streams are left uncompressed. Level 1: a
+    # 1,000-bucket chart (100 KB) compressed in 0.7 ms instead of 2.9 ms at level 5, 44 KB instead of 39 KB.
+    app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=1)
     app.add_middleware(SecurityHeaders, docs_paths=("/docs", "/redoc"))
     if metrics is not None:  # added after the layers above: it times and counts what they answer too
         app.add_middleware(RequestMetrics, metrics=metrics)
