@@ -8,6 +8,7 @@ import pyarrow as pa
 from starlette.testclient import TestClient
 
 from helpers import NOW_MS, post_columns, post_lines, scalar_series
+from jobpulse.server import create_app
 
 
 def test_metrics_lists_variants_with_counts(client):
@@ -329,3 +330,20 @@ def test_latest_values_name_the_first_job_the_key_may_not_read_and_answer_none(c
             assert answer.status_code == 404, names
             assert answer.json()["error"]["field"] == "jobs" and repr(refused) in answer.json()["error"]["message"]
             assert "jobs" not in answer.json()
+
+
+def test_latest_values_remember_the_projects_they_read_and_still_refuse_other_projects(
+    client, store, settings, admin_token, make_key
+):
+    post_columns(client, scalar_series("j1", "loss", [1.0], project="proj"))
+    replica = create_app(store, settings)  # a second server over the same store: it has not seen j1 written
+    access = replica.state.ctx.access
+    assert access.remembered_projects(["j1"]) == {}
+    with TestClient(replica, headers={"Authorization": f"Bearer {admin_token}"}) as admin:
+        assert admin.post("/jp/v1/scalars/latest", json={"jobs": ["j1"]}).json()["jobs"]["j1"][0]["value"] == 1.0
+        assert access.remembered_projects(["j1"]) == {"j1": "proj"}
+        post_columns(admin, scalar_series("j1", "loss", [1.0, 2.0], project="proj"))  # its next ingest looks it up
+        assert admin.get("/jp/v1/jobs/j1").json()["job"]["status"] == "running"
+    with TestClient(replica, headers={"Authorization": f"Bearer {make_key(['other'], 'read')}"}) as outsider:
+        answer = outsider.post("/jp/v1/scalars/latest", json={"jobs": ["j1"]})
+        assert answer.status_code == 404 and "'j1'" in answer.json()["error"]["message"]

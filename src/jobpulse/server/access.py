@@ -148,6 +148,16 @@ class Access:
             self._jobs.clear()
         self._jobs[job] = (project, started, time.monotonic() + self._trusted_for())
 
+    def remembered_projects(self, jobs: list[str]) -> dict[str, str]:
+        """The project of each of ``jobs`` this replica remembers as existing (``remember_job``)."""
+        now = time.monotonic()
+        found = {}
+        for job in jobs:
+            remembered = self._jobs.get(job)
+            if remembered is not None and remembered[2] > now:
+                found[job] = remembered[0]
+        return found
+
     def started_job(self, job: str) -> str | None:
         """The project of ``job`` if this replica remembers it as existing and started, else None."""
         remembered = self._jobs.get(job)

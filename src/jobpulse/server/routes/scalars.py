@@ -237,20 +237,30 @@ async def _latest(ctx: Context, key: ApiKey, names: list[str], ranks: tuple[str,
     if not 1 <= len(names) <= MAX_LATEST:
         raise BadRequest(f"'jobs' must name 1 to {MAX_LATEST} jobs", field="jobs")
     mode, worker = check_mode(ranks[0], LATEST_MODES), check_worker(ranks[1])
-    # the values are read beside the jobs (two statements at once), and answered only if the key may read every job
-    values, found = await asyncio.gather(
+    # answered only if the key may read every job: the projects this replica does not remember are read beside
+    # the values (two statements at once)
+    found = ctx.access.remembered_projects(names)
+    unknown = [n for n in names if n not in found]
+    values, read = await asyncio.gather(
         run_in_threadpool(ctx.store.scalars.latest, names, workers=mode, worker=worker),
-        run_in_threadpool(ctx.store.jobs.projects_of, names),
+        run_in_threadpool(ctx.store.jobs.projects_of, unknown) if unknown else _no_projects(),
         return_exceptions=True,
     )
-    if isinstance(found, BaseException):
-        raise found
+    if isinstance(read, BaseException):
+        raise read
+    for job, project in read.items():  # whether it started is not read: its next ingest looks that up once
+        ctx.access.remember_job(job, project, started=False)
+    found.update(read)
     missing = [n for n in names if n not in found or not key.allows_project(found[n])]
     if missing:
         raise NotFound(f"job {missing[0]!r} does not exist", field="jobs")
     if isinstance(values, BaseException):
         raise values
     return await run_in_threadpool(_latest_answer, names, values)
+
+
+async def _no_projects() -> dict[str, str]:
+    return {}
 
 
 def _latest_answer(names: list[str], rows: list[dict[str, Any]]) -> JSON:
