@@ -273,6 +273,17 @@ def test_latest_values_of_many_jobs(client):
     assert client.get("/jp/v1/scalars/latest", params={"jobs": "j0"}).json()["jobs"]["j0"][0]["value"] == 0.0
 
 
+def test_latest_values_answer_non_finite_values_as_text_and_every_job_asked_in_its_order(client):
+    post_columns(client, scalar_series("inf", "loss", [1.0, "Infinity"]))
+    post_columns(client, scalar_series("nan", "loss", ["NaN"]))
+    log = {"kind": "log", "worker": "w0", "seq": 1, "ts": NOW_MS, "level": "info", "msg": "no scalars yet"}
+    assert post_lines(client, log, project="proj", job="quiet").status_code == 200
+    answer = client.post("/jp/v1/scalars/latest", json={"jobs": ["quiet", "nan", "inf"]}).json()["jobs"]
+    assert list(answer) == ["quiet", "nan", "inf"] and answer["quiet"] == []
+    assert [(r["value"], r["min"], r["max"]) for r in answer["nan"]] == [("NaN", None, None)]
+    assert [(r["value"], r["min"], r["max"], r["iter"]) for r in answer["inf"]] == [("Infinity", 1.0, 1.0, 1)]
+
+
 def test_latest_follows_a_rereported_point(client):
     post_columns(client, scalar_series("j1", "loss", [1.0, 2.0]))
     post_lines(

@@ -110,35 +110,42 @@ class ScalarReads:
         ranks.check_mode(workers, ranks.LATEST_MODES)
         if not jobs:
             return []
+        return self.latest_table(jobs, workers=workers, worker=worker).to_pylist()
+
+    def latest_table(self, jobs: list[str], *, workers: str = "leader", worker: str | None = None) -> pa.Table:
+        """``latest`` of one or more ``jobs`` as columns, a row per series in the order of job, metric, variant (and
+        worker)."""
+        ranks.check_mode(workers, ranks.LATEST_MODES)
         where, params = "job IN {jobs:Array(String)}", {"jobs": list(jobs)}
         if worker is not None:
             where += " AND worker = {worker:String}"
             params["worker"] = worker
+        # FINAL merges each series' rows as the table's merges do (maxima, minima, sums): 2-3 ms less than the same
+        # reductions by GROUP BY for 5,000 series, merged or in six parts
         table = self._engine.query(
-            f"""SELECT job, metric, variant, worker, tupleElement(max(last), 3) AS value, max(last_iter) AS iter,
-                toUnixTimestamp64Milli(max(last_ts)) AS ts, min(min_value) AS min, max(max_value) AS max,
-                sum(points) AS points, toUnixTimestamp64Milli(min(first_ts)) AS first_ts
-            FROM {self._db}.scalars_latest WHERE {where}
-            GROUP BY job, metric, variant, worker ORDER BY job, metric, variant, worker""",
+            f"""SELECT job, metric, variant, worker, tupleElement(last, 3) AS value, last_iter AS iter,
+                toUnixTimestamp64Milli(last_ts) AS ts, min_value AS min, max_value AS max, points,
+                toUnixTimestamp64Milli(first_ts) AS first_ts
+            FROM {self._db}.scalars_latest FINAL WHERE {where} ORDER BY job, metric, variant, worker""",
             params,
         )
         if worker is not None or workers == "all":
-            return table.drop_columns(["first_ts"]).to_pylist()
+            return table.drop_columns(["first_ts"])
         series = run_starts([table.column(name) for name in ("job", "metric", "variant")])
-        if len(series) == table.num_rows:  # each series has one worker, its leader
-            return table.drop_columns(["worker", "first_ts"]).to_pylist()
-        return self._leaders_rows(table.to_pylist())
+        if len(series) < table.num_rows:  # a series of several workers: its leader's row
+            table = table.filter(self._leader_rows(table))
+        return table.drop_columns(["worker", "first_ts"])
 
-    def _leaders_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Of rows per (job, metric, variant, worker) in that order, the leader's row of each series, without its
-        ``worker`` and ``first_ts``."""
-        by_series: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
-        for row in rows:
-            by_series.setdefault((row["job"], row["metric"], row["variant"]), {})[row.pop("worker")] = row
-        picked = self._leaders(by_series)
-        return [
-            {k: v for k, v in workers[picked[key]].items() if k != "first_ts"} for key, workers in by_series.items()
-        ]
+    def _leader_rows(self, table: pa.Table) -> pa.Array:
+        """Which rows of ``table`` (one per job, metric, variant and worker, with ``first_ts``) are their series'
+        leader's."""
+        keys = list(zip(*(table.column(name).to_pylist() for name in ("job", "metric", "variant")), strict=True))
+        names = table.column("worker").to_pylist()
+        first_ms: dict[tuple[str, str, str], dict[str, int]] = {}
+        for key, name, ms in zip(keys, names, table.column("first_ts").to_pylist(), strict=True):
+            first_ms.setdefault(key, {})[name] = ms
+        picked = ranks.leaders_of(first_ms, self._job_leaders)
+        return pa.array([picked[key] == name for key, name in zip(keys, names, strict=True)])
 
     def page(
         self,

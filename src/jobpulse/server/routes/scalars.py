@@ -10,6 +10,8 @@ import asyncio
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
@@ -20,6 +22,7 @@ from ...store.events import KINDS
 from ...store.progress import ranking
 from ...store.ranks import LATEST_MODES, check_mode, check_worker
 from ...store.scalars import POINT_FIELDS
+from ...store.series import run_starts
 from ..context import Context, caller, context, page_args, split_list
 from ..responses import JSON, arrow_stream, float_text, floats, wants_arrow
 
@@ -29,6 +32,7 @@ MAX_LATEST = 5000
 MAX_WORST = 1000
 # beyond every stored iteration and epoch millisecond, and small enough for bucket arithmetic in 64 bits
 _BOUND = 2**53 - 1
+_VALUES = ("value", "min", "max")  # floats of a latest value that JSON may need as text
 _JOBS_BODY = {
     "type": "object",
     "required": ["jobs"],
@@ -242,7 +246,7 @@ async def _latest(ctx: Context, key: ApiKey, names: list[str], ranks: tuple[str,
     found = ctx.access.remembered_projects(names)
     unknown = [n for n in names if n not in found]
     values, read = await asyncio.gather(
-        run_in_threadpool(ctx.store.scalars.latest, names, workers=mode, worker=worker),
+        run_in_threadpool(ctx.store.scalars.latest_table, names, workers=mode, worker=worker),
         run_in_threadpool(ctx.store.jobs.projects_of, unknown) if unknown else _no_projects(),
         return_exceptions=True,
     )
@@ -263,15 +267,22 @@ async def _no_projects() -> dict[str, str]:
     return {}
 
 
-def _latest_answer(names: list[str], rows: list[dict[str, Any]]) -> JSON:
-    """The latest values ``rows`` (a ``job`` each) as answered: by job, in the order of ``names``."""
-    out: dict[str, list] = {}
-    for row in rows:
-        job = row.pop("job")
-        for name in ("value", "min", "max"):
-            row[name] = float_text(row[name])
-        out.setdefault(job, []).append(row)
-    return JSON({"jobs": {name: out.get(name, []) for name in names}})
+def _latest_answer(names: list[str], table: pa.Table) -> JSON:
+    """The latest values ``table`` (rows in the order of their jobs) as answered: by job, in the order of ``names``."""
+    rows = table.drop_columns(["job"]).to_pylist()
+    if not all(_finite(table.column(name)) for name in _VALUES):
+        for row in rows:
+            for name in _VALUES:
+                row[name] = float_text(row[name])
+    starts = run_starts([table.column("job")]).tolist()
+    jobs = table.column("job").take(pa.array(starts, pa.int64())).to_pylist()
+    by_job = {job: rows[a:b] for job, a, b in zip(jobs, starts, [*starts[1:], len(rows)], strict=True)}
+    return JSON({"jobs": {name: by_job.get(name, []) for name in names}})
+
+
+def _finite(column: pa.ChunkedArray) -> bool:
+    """Whether every value of ``column`` is a finite number or null."""
+    return pc.all(pc.fill_null(pc.is_finite(column), True)).as_py() is not False
 
 
 @router.get("/jp/v1/jobs/{job}/events/{kind}/metrics", summary="Metrics and variants of vectors, plots or images")
