@@ -241,20 +241,14 @@ async def _latest(ctx: Context, key: ApiKey, names: list[str], ranks: tuple[str,
     if not 1 <= len(names) <= MAX_LATEST:
         raise BadRequest(f"'jobs' must name 1 to {MAX_LATEST} jobs", field="jobs")
     mode, worker = check_mode(ranks[0], LATEST_MODES), check_worker(ranks[1])
-    # answered only if the key may read every job: the projects this replica does not remember are read beside
-    # the values (two statements at once)
-    found = ctx.access.remembered_projects(names)
-    unknown = [n for n in names if n not in found]
-    values, read = await asyncio.gather(
+    # the values are read beside the jobs' projects, and answered only if the key may read every job
+    values, found = await asyncio.gather(
         run_in_threadpool(ctx.store.scalars.latest_table, names, workers=mode, worker=worker),
-        run_in_threadpool(ctx.store.jobs.projects_of, unknown) if unknown else _no_projects(),
+        _projects(ctx, names),
         return_exceptions=True,
     )
-    if isinstance(read, BaseException):
-        raise read
-    for job, project in read.items():  # whether it started is not read: its next ingest looks that up once
-        ctx.access.remember_job(job, project, started=False)
-    found.update(read)
+    if isinstance(found, BaseException):
+        raise found
     missing = [n for n in names if n not in found or not key.allows_project(found[n])]
     if missing:
         raise NotFound(f"job {missing[0]!r} does not exist", field="jobs")
@@ -263,8 +257,17 @@ async def _latest(ctx: Context, key: ApiKey, names: list[str], ranks: tuple[str,
     return await run_in_threadpool(_latest_answer, names, values)
 
 
-async def _no_projects() -> dict[str, str]:
-    return {}
+async def _projects(ctx: Context, names: list[str]) -> dict[str, str]:
+    """The project of each of the jobs ``names`` that exists: as this replica remembers it, else read (and then
+    remembered, as single-job routes remember what they read)."""
+    found = ctx.access.remembered_projects(names)
+    unknown = [name for name in names if name not in found]
+    if unknown:
+        read = await run_in_threadpool(ctx.store.jobs.projects_of, unknown)
+        for job, project in read.items():  # whether it started is not read: its next ingest looks that up once
+            ctx.access.remember_job(job, project, started=False)
+        found.update(read)
+    return found
 
 
 def _latest_answer(names: list[str], table: pa.Table) -> JSON:
