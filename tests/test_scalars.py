@@ -282,6 +282,7 @@ def test_latest_values_answer_non_finite_values_as_text_and_every_job_asked_in_i
     assert list(answer) == ["quiet", "nan", "inf"] and answer["quiet"] == []
     assert [(r["value"], r["min"], r["max"]) for r in answer["nan"]] == [("NaN", None, None)]
     assert [(r["value"], r["min"], r["max"], r["iter"]) for r in answer["inf"]] == [("Infinity", 1.0, 1.0, 1)]
+    assert client.post("/jp/v1/scalars/latest", json={"jobs": ["quiet"]}).json() == {"jobs": {"quiet": []}}
 
 
 def test_latest_follows_a_rereported_point(client):

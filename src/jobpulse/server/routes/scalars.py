@@ -7,6 +7,7 @@ bucket, ``worker=NAME`` one worker's."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import orjson
@@ -279,7 +280,7 @@ def _latest_answer(names: list[str], table: pa.Table) -> JSON:
                 row[name] = float_text(row[name])
     starts = run_starts([table.column("job")]).tolist()
     jobs = table.column("job").take(pa.array(starts, pa.int64())).to_pylist()
-    by_job = {job: rows[a:b] for job, a, b in zip(jobs, starts, [*starts[1:], len(rows)], strict=True)}
+    by_job = {job: rows[a:b] for job, (a, b) in zip(jobs, itertools.pairwise([*starts, len(rows)]), strict=True)}
     return JSON({"jobs": {name: by_job.get(name, []) for name in names}})
 
 
