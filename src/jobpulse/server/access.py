@@ -125,8 +125,8 @@ class Access:
     def require_remembered(self, key: ApiKey, job: str, role: str = "read") -> bool:
         """``require`` without any lookup, for an answer on the event loop: True once it passed (it raises as
         ``require`` does), False when this replica does not remember the job (call ``require`` in a thread)."""
-        remembered = self._jobs.get(job)
-        if remembered is None or remembered[2] <= time.monotonic():
+        remembered = self._remembered(job)
+        if remembered is None:
             return False
         self._permit(key, job, remembered[0], role)
         return True
@@ -150,20 +150,17 @@ class Access:
 
     def remembered_projects(self, jobs: list[str]) -> dict[str, str]:
         """The project of each of ``jobs`` this replica remembers as existing (``remember_job``)."""
-        now = time.monotonic()
-        found = {}
-        for job in jobs:
-            remembered = self._jobs.get(job)
-            if remembered is not None and remembered[2] > now:
-                found[job] = remembered[0]
-        return found
+        return {job: remembered[0] for job in jobs if (remembered := self._remembered(job)) is not None}
 
     def started_job(self, job: str) -> str | None:
         """The project of ``job`` if this replica remembers it as existing and started, else None."""
+        remembered = self._remembered(job)
+        return remembered[0] if remembered is not None and remembered[1] else None
+
+    def _remembered(self, job: str) -> tuple[str, bool, float] | None:
+        """What this replica remembers of ``job`` (project, started, trusted until), while it is trusted."""
         remembered = self._jobs.get(job)
-        if remembered is None or not remembered[1] or remembered[2] <= time.monotonic():
-            return None
-        return remembered[0]
+        return remembered if remembered is not None and remembered[2] > time.monotonic() else None
 
     def forget_job(self, job: str) -> None:
         """Drop a changed or deleted job from this replica's memory at once."""

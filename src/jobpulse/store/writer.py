@@ -226,7 +226,8 @@ class Writer:
                 pool.shutdown()
 
     def _aside(self, call: Callable[..., int], *args: Any) -> Future:
-        """``call(*args)`` on a thread of its own, for a table written beside the others of a batch."""
+        """``call(*args)`` on a thread of its own, for a table written beside the others of a batch (a pool apart
+        from ``_beside``'s: a table waiting for its inserts must not hold a thread they need)."""
         if self._tables is None:
             self._tables = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jobpulse-tables")
         return self._tables.submit(call, *args)
