@@ -10,7 +10,10 @@ process on loopback, and for each concurrency, in the same run:
   requests the server and this client can turn around at that concurrency.
 
 Printed: requests/s, points/s, p50 and p99 of the client's wall time per request, ingest's share of the trivial
-rate, and one client's single-batch ack time over the trivial round trip. The issue's targets: at 30 clients
+rate, and one client's single-batch ack time over the trivial round trip. Under each ingest load, the CPU the
+jobpulse server process used, in cores, by kind of thread (Linux: from ``/proc``): the interpreter's threads, and
+on the embedded transport the engine's statement threads and its background merges of the parts each insert
+makes (through the stand-in the engine runs in the stand-in's process, not counted). The issue's targets: at 30 clients
 >= 50 % of the trivial rate with p99 <= 100 ms; one small batch acked within 4x the trivial round trip.
 
     .venv/bin/python bench/bench_small_batches.py
@@ -20,9 +23,11 @@ rate, and one client's single-batch ack time over the trivial round trip. The is
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -104,7 +109,37 @@ def single(http: Http, repeats: int = 50) -> tuple[float, float]:
     return float(np.median(acks) * 1000), float(np.median(trips) * 1000)
 
 
-def run_transport(name: str, url: str, key: str, concurrency: list[int], seconds: float) -> None:
+# chdb's thread names -> what they do for the server
+THREAD_KINDS = {"python": "interpreter", "MergeMutate": "engine merges", "ThreadPool": "engine statements"}
+
+
+def thread_cpu(pid: int) -> Counter:
+    """CPU seconds each kind of thread of process ``pid`` has used so far (empty where /proc is not there)."""
+    used: Counter = Counter()
+    tasks = f"/proc/{pid}/task"
+    if not os.path.isdir(tasks):
+        return used
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir(tasks):
+        try:
+            with open(f"{tasks}/{tid}/comm") as comm, open(f"{tasks}/{tid}/stat") as stat:
+                name, fields = comm.read().strip(), stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        used[THREAD_KINDS.get(name.rstrip("0123456789"), "other")] += (int(fields[11]) + int(fields[12])) / tick
+    return used
+
+
+def cpu_line(before: Counter, after: Counter, seconds: float) -> str:
+    used = after - before
+    if not used:
+        return ""
+    kinds = [kind for kind in (*THREAD_KINDS.values(), "other") if kind in used]
+    parts = ", ".join(f"{kind} {used[kind] / seconds:.2f}" for kind in kinds)
+    return f"        server CPU under ingest: {sum(used.values()) / seconds:.2f} cores ({parts})"
+
+
+def run_transport(name: str, url: str, key: str, concurrency: list[int], seconds: float, pid: int) -> None:
     http = Http(url, {"Authorization": f"Bearer {key}"})
     http.post("/jp/v1/ingest?project=bench&job=small-warm&worker=worker-0", batch(0, 0), CONTENT_TYPE)
     ack, trip = single(http)
@@ -114,7 +149,9 @@ def run_transport(name: str, url: str, key: str, concurrency: list[int], seconds
     )
     print(f"{'clients':>7} {'load':>8} {'req/s':>8} {'points/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'of trivial':>10}")
     for clients in concurrency:
+        before, started = thread_cpu(pid), time.monotonic()
         ingest = row("ingest", clients, load(http, clients, seconds, True), seconds, POINTS)
+        used = cpu_line(before, thread_cpu(pid), time.monotonic() - started)
         trivial = row("trivial", clients, load(http, clients, seconds, False), seconds, 0)
         for result in (ingest, trivial):
             share = f"{ingest['req/s'] / trivial['req/s']:.0%}" if result is ingest else ""
@@ -122,6 +159,8 @@ def run_transport(name: str, url: str, key: str, concurrency: list[int], seconds
                 f"{clients:>7} {result['load']:>8} {result['req/s']:>8.1f} {result['points/s']:>10.0f} "
                 f"{result['p50 ms']:>8.1f} {result['p99 ms']:>8.1f} {share:>10}"
             )
+        if used:
+            print(used)
 
 
 def main() -> None:
@@ -137,7 +176,7 @@ def main() -> None:
     print("client and server on this machine, over loopback HTTP/1.1 with kept-alive connections")
     for transport in transports:
         with server_on(transport) as (server, label):
-            run_transport(label, server.url, server.api_key, concurrency, args.seconds)
+            run_transport(label, server.url, server.api_key, concurrency, args.seconds, server.process.pid)
 
 
 if __name__ == "__main__":
