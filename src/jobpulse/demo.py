@@ -1,11 +1,15 @@
 """A realistic simulated training job, loaded through the public API like any other sender.
 
 Four workers with eight GPUs each trained for the two hours before the load: scalars every step,
-system metrics every 10 s (one GPU runs slow, so it stands out in a heat map), logs with progress
-bars, a confusion-matrix plot and a debug image. Worker 2's data loader dies near the end: its log
-ends in the traceback and it fails with exit code 1, while the others complete, so the job ends
-failed. Every time is told to the server (``at``), so the job, its workers and its data agree:
-the job started two hours before the load and ended at it.
+system metrics every 10 s, logs with progress bars, a confusion-matrix plot and a debug image. Worker 2's
+data loader dies near the end: its log ends in the traceback and it fails with exit code 1, while the others
+complete, so the job ends failed. Every time is told to the server (``at``), so the job, its workers and its
+data agree: the job started two hours before the load and ended at it.
+
+Two troubles are for the insights to find, and the load ends by evaluating the job, so that its findings are
+there when it is opened: one GPU runs hot and throttles its clocks all along (it stands out in a heat map too),
+and for four epochs the input pipeline cannot keep up: every GPU waits while the CPUs are busy decoding, and
+the throughput falls to a third.
 """
 
 from __future__ import annotations
@@ -31,6 +35,14 @@ EPOCHS = 30
 EPOCH_MS = SPAN_S * 1000 // EPOCHS
 FAILING_WORKER = 2
 FAIL_OFFSET_MS = 2000 + 28 * EPOCH_MS + EPOCH_MS * 6 // 10  # in its 29th epoch, 1h52m in
+THROTTLED = (1, 5)  # (worker, GPU) that runs hot and throttles its clocks
+STARVED_EPOCHS = (20, 24)  # the epochs (first, end) in which the input pipeline cannot keep up: 1h20m to 1h36m
+
+
+def _starved(ts: np.ndarray, t0: int) -> np.ndarray:
+    """Which of the times ``ts`` fall in the epochs the input pipeline cannot keep up with."""
+    first, end = (t0 + 2000 + epoch * EPOCH_MS for epoch in STARVED_EPOCHS)
+    return (ts >= first) & (ts < end)
 
 
 def png(pixels: np.ndarray) -> bytes:
@@ -54,6 +66,7 @@ def _scalars(rng: np.random.Generator, t0: int) -> list[dict]:
     loss[1700:1705] += 2.5  # a spike a downsampled chart must still show
     top1 = 76 * (1 - np.exp(-4.5 * progress)) + rng.normal(0, 0.6, STEPS)
     ips = 2900 + rng.normal(0, 60, STEPS)
+    ips[_starved(np.array(ts), t0)] -= 1950  # the GPUs wait for their batches
     val = steps[::100]
     series = [
         {
@@ -131,10 +144,11 @@ def _system(rng: np.random.Generator, t0: int, worker: int) -> list[dict]:
             }
         )
 
+    starved = _starved(ts, t0)
     for gpu in range(GPUS):
-        util = warm * (95 + rng.normal(0, 3, n))
-        if worker == 1 and gpu == 5:
-            util = warm * (45 + rng.normal(0, 10, n))  # the slow rank
+        hot = (worker, gpu) == THROTTLED
+        util = warm * ((45 + rng.normal(0, 10, n)) if hot else (95 + rng.normal(0, 3, n)))
+        util[starved] = 28 + rng.normal(0, 6, int(starved.sum()))  # waiting for the input pipeline
         util[(np.arange(n) % 180) < 3] = 2.0  # evaluation pauses every 30 minutes
         util = np.clip(util, 0, 100)
         mem = warm * (61 * GIB + rng.normal(0, 0.2 * GIB, n))
@@ -142,8 +156,11 @@ def _system(rng: np.random.Generator, t0: int, worker: int) -> list[dict]:
         add("gpu_mem_bytes", str(gpu), mem)
         add("gpu_mem_util", str(gpu), 100 * mem / (80 * GIB))
         add("gpu_power_w", str(gpu), 90 + 5.9 * util + rng.normal(0, 8, n))
-        add("gpu_temp_c", str(gpu), 38 + 0.35 * util + rng.normal(0, 1, n))
+        heat = 38 + 48 * warm if hot else 38 + 0.35 * util  # the hot GPU reaches 86 C whatever its load
+        add("gpu_temp_c", str(gpu), heat + rng.normal(0, 1, n))
+        add("gpu_throttle_thermal", str(gpu), ((warm >= 1) & hot).astype(float))  # 1 while the driver throttles
     cores = warm * (22 + rng.normal(0, 2, n))
+    cores[starved] = 93 + rng.normal(0, 1, int(starved.sum()))  # the loader's workers decode flat out
     add("cpu_cores", "", cores)
     add("cpu_util", "", 100 * cores / 96)
     mem = 180 * GIB * warm + 8 * GIB
@@ -188,6 +205,12 @@ def _logs(t0: int, worker: int) -> dict:
         lines.append(
             (start + EPOCH_MS - 2500, "info", f"Epoch {epoch + 1}: 100%|{bar}| 1000/1000 [03:58<00:00, 4.19it/s]")
         )
+        if epoch == STARVED_EPOCHS[0]:
+            lines.append(
+                (start + 3000, "warning", f"[{w}] input pipeline: waited 2.3 s for a batch (8 loader workers busy)")
+            )
+        if epoch == STARVED_EPOCHS[1]:
+            lines.append((start + 3000, "info", f"[{w}] input pipeline keeps up again: 0.02 s per batch"))
         if worker == FAILING_WORKER and epoch == 17:
             lines.append(
                 (
@@ -218,7 +241,8 @@ def _put_worker(client: Client, job: str, worker: int, body: dict) -> None:
 
 
 def load_demo(client: Client, *, job: str = JOB, project: str = PROJECT, seed: int = 7) -> dict:
-    """Send the demo job to the server behind ``client``; answers what was sent."""
+    """Send the demo job to the server behind ``client`` and evaluate its insights; answers what was sent and how
+    many findings the evaluation opened."""
     rng = np.random.default_rng(seed)
     now = int(time.time() * 1000)
     t0 = now - SPAN_S * 1000
@@ -301,4 +325,5 @@ def load_demo(client: Client, *, job: str = JOB, project: str = PROJECT, seed: i
         _put_worker(
             client, job, worker, {**end, "at": _end(t0, worker) + (len(TRACEBACK.splitlines()) if failed else 0)}
         )
-    return {"job": job, "project": project, "events": sent}
+    evaluated = client.request("POST", f"/jp/v1/jobs/{job}/insights/evaluate")
+    return {"job": job, "project": project, "events": sent, "findings": len(evaluated["findings"])}

@@ -1,6 +1,7 @@
 """The demo job tells one story: the jobs list, the job, its workers and its data agree on when it ran, three
-workers complete, one fails with its traceback, and the job ends failed. ``jobpulse server --demo`` then prints
-the lines that point a training script at the server, and they work."""
+workers complete, one fails with its traceback, and the job ends failed; the insights find its hot GPU and its
+input-bound epochs, and nothing else. ``jobpulse server --demo`` then prints the lines that point a training
+script at the server, and they work."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from cli_support import DEMO_PROJECT
 
 from jobpulse.client import Client
 from jobpulse.credentials import Credentials
-from jobpulse.demo import ERROR, SPAN_S
+from jobpulse.demo import EPOCH_MS, ERROR, SPAN_S, STARVED_EPOCHS, THROTTLED
 from jobpulse.testing import running_server
 
 pytestmark = pytest.mark.e2e
@@ -25,7 +26,15 @@ def story(server, demo) -> dict:  # noqa: ANN001
     listed = api.get("/jp/v1/jobs", project=DEMO_PROJECT)["jobs"]
     system = api.get(f"/jp/v1/jobs/{demo}/system")
     logs = api.get(f"/jp/v1/jobs/{demo}/logs", start="head", limit=100_000)["lines"]
-    return {"job": found["job"], "workers": found["workers"], "listed": listed, "system": system, "logs": logs}
+    findings = api.get(f"/jp/v1/jobs/{demo}/insights")["findings"]
+    return {
+        "job": found["job"],
+        "workers": found["workers"],
+        "listed": listed,
+        "system": system,
+        "logs": logs,
+        "findings": findings,
+    }
 
 
 def test_the_list_and_the_job_agree_on_when_it_started_and_ended(story):
@@ -55,6 +64,19 @@ def test_the_failing_workers_log_ends_in_its_traceback_when_it_ended(story):
     assert own[-8]["msg"] == "Traceback (most recent call last):" and own[-1]["msg"] == ERROR
     failed = next(w for w in story["workers"] if w["worker"] == "worker-2")
     assert own[-1]["ts"] <= failed["ended"] < story["job"]["ended"]
+
+
+def test_the_insights_find_the_hot_gpu_and_the_input_bound_epochs_and_nothing_else(story):
+    found = sorted(story["findings"], key=lambda f: f["kind"])
+    assert [(f["kind"], f["signal"], f["worker"], f["device"]) for f in found] == [
+        ("hardware", "thermal_throttle", f"worker-{THROTTLED[0]}", str(THROTTLED[1])),
+        ("underused", "", "", ""),
+    ]
+    underused = found[1]
+    assert underused["evidence"]["causes"] == ["input_bound"]
+    first, end = (story["job"]["started"] + 2000 + epoch * EPOCH_MS for epoch in STARVED_EPOCHS)
+    # the detector's ten-minute window opens within the starved epochs and closes a few minutes after them
+    assert first - 10 * 60_000 <= underused["started"] < end and first < underused["ended"] <= end + 10 * 60_000
 
 
 def test_server_demo_prints_three_lines_that_point_a_training_script_at_it(tmp_path):

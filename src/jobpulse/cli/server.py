@@ -160,7 +160,8 @@ def _load_demo_when_up(url: str, token: str | None, store) -> None:  # noqa: ANN
     except ApiError as exc:
         print(f"jobpulse: loading the demo job failed: {exc}", file=sys.stderr, flush=True)
         return
-    print(f"jobpulse: demo job loaded ({result['events']} events): {url}/jobs/{result['job']}", flush=True)
+    found = f"{result['findings']} insight finding{'' if result['findings'] == 1 else 's'}"
+    print(f"jobpulse: demo job loaded ({result['events']} events, {found}): {url}/jobs/{result['job']}", flush=True)
     print(training_hint(url, result["project"]), flush=True)
 
 
@@ -186,6 +187,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     client = Client(load_credentials(args.url, args.api_key))
     result = load_demo(client, job=args.job)
     print(f"loaded {result['events']} events into job {result['job']} of project {result['project']}")
+    print(f"insights found {result['findings']}: jobpulse insights {result['job']}")
     print(f"{client.credentials.url}/jobs/{result['job']}")
     return 0
 
