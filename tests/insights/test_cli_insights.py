@@ -8,6 +8,8 @@ import pytest
 from synth import constant, healthy, piecewise, recent
 
 from jobpulse.cli import main
+from jobpulse.cli.format import when
+from jobpulse.cli.insights import evidence_text
 
 pytestmark = pytest.mark.e2e
 PROJECT = "cli-insights"
@@ -74,6 +76,21 @@ def test_show_lists_the_open_findings(server, capsys):
     code, out = run(capsys, server, "show", "cli-open")
     assert code == 0
     assert "Open findings (1):" in out and "idle_gpu" in out.split("Open findings (1):")[1]
+
+
+def test_the_evidence_names_each_cause_with_what_showed_it():
+    started = 1_795_778_160_000
+    evidence = {
+        "median_util_pct": 30.36,
+        "causes": ["input_bound"],
+        "cause_evidence": {"input_bound": {"metric": "cpu_util", "median_pct": 96.7, "started": started}},
+        "median_cpu_iowait_pct": None,
+    }
+    at = when(started, seconds=False).replace(" ", "T")
+    assert evidence_text(evidence) == (
+        "median_util_pct=30.36 causes=input_bound "
+        f"cause_evidence=input_bound(metric=cpu_util,median_pct=96.7,started={at}) median_cpu_iowait_pct=-"
+    )
 
 
 def test_insights_needs_a_job_or_a_project(server, capsys):

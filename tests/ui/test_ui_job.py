@@ -194,6 +194,17 @@ def test_the_description_and_storage_usage(page: Any, ui_server: ServerProcess) 
     assert "gpu-node-01" in page.locator("table.workers").inner_text()
 
 
+def test_the_insights_tab_counts_the_findings_and_names_what_showed_each_cause(page: Any) -> None:
+    open_job(page)
+    assert page.wait_for_selector("[data-tab=insights] .count").text_content() == "2"  # resolved ones count too
+    page.click("[data-tab=insights]")
+    page.wait_for_selector(".insights-panel table.findings tbody tr")
+    rows = page.locator(".insights-panel table.findings tbody tr").all_text_contents()
+    underused = next(row for row in rows if "Underused GPUs" in row)
+    assert "causes: input_bound" in underused and "[object Object]" not in underused
+    assert "cause_evidence: input_bound (metric cpu_util, median_pct" in underused
+
+
 def test_a_failed_job_shows_its_error_message(page: Any, ui_server: ServerProcess) -> None:
     call(ui_server, "POST", "/jp/v1/jobs", {"project": "demo", "job": "ui-failed", "status": "running"})
     call(

@@ -72,14 +72,23 @@ def findings_table(findings: list[dict[str, Any]]) -> str:
 
 
 def evidence_text(evidence: dict[str, Any]) -> str:
-    parts = []
-    for name, value in evidence.items():
-        if isinstance(value, list):
-            value = ",".join(v["worker"] if isinstance(v, dict) else str(v) for v in value) or "-"
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = number(value)
-        parts.append(f"{name}={value}")
-    return " ".join(parts)
+    """A finding's evidence as ``name=value`` pairs: numbers rounded, workers by name, the times a cause was seen
+    (``started``, ``ended``) as times, a nested record (``cause_evidence``: per cause, what showed it) in
+    parentheses."""
+    return " ".join(f"{name}={_evidence_value(name, value)}" for name, value in evidence.items())
+
+
+def _evidence_value(name: str, value: Any) -> str:
+    if isinstance(value, dict):
+        return ",".join(
+            f"{k}({_evidence_value(k, v)})" if isinstance(v, dict) else f"{k}={_evidence_value(k, v)}"
+            for k, v in value.items()
+        )
+    if isinstance(value, list):
+        return ",".join(v["worker"] if isinstance(v, dict) else str(v) for v in value) or "-"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return when(int(value), seconds=False).replace(" ", "T") if name in ("started", "ended") else str(number(value))
+    return "-" if value is None else str(value)
 
 
 def cmd_insights(args: argparse.Namespace) -> int:

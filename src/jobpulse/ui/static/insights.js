@@ -98,14 +98,26 @@ export function findingMarks() {
     text: findingText(f, now) }));
 }
 
+// One value of a finding's evidence as text: numbers rounded, the times a cause was seen (``started``, ``ended``)
+// as dates, workers with their values, and a nested record (``cause_evidence``: per cause, what showed it) as its
+// fields in parentheses.
+function evidenceValue(name, value) {
+  if (value === null || value === undefined) return "–";
+  if (typeof value === "number") return (name === "started" || name === "ended") ? dateTime(value) : num(value);
+  if (Array.isArray(value)) {
+    const items = value.map((x) => (x && typeof x === "object" && "worker" in x ? `${x.worker} ${num(x.value)}`
+      : evidenceValue("", x)));
+    return items.join(", ") || "–";
+  }
+  if (typeof value === "object") {
+    return Object.entries(value).map(([k, v]) => (v && typeof v === "object" && !Array.isArray(v)
+      ? `${k} (${evidenceValue(k, v)})` : `${k} ${evidenceValue(k, v)}`)).join(", ");
+  }
+  return String(value);
+}
+
 function evidenceText(evidence) {
-  return Object.entries(evidence || {}).map(([k, v]) => {
-    if (Array.isArray(v)) {
-      const items = v.map((x) => (typeof x === "object" ? `${x.worker} ${num(x.value)}` : String(x)));
-      return `${k}: ${items.join(", ") || "–"}`;
-    }
-    return `${k}: ${typeof v === "number" ? num(v) : v ?? "–"}`;
-  }).join(" · ");
+  return Object.entries(evidence || {}).map(([k, v]) => `${k}: ${evidenceValue(k, v)}`).join(" · ");
 }
 
 function findingRow(f, onSelect) {

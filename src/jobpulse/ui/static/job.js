@@ -291,6 +291,11 @@ async function main() {
     details,
   };
   const bar = tabs(panels);
+  onFindingMarks((findings) => { // the Insights tab counts the job's findings, open or resolved
+    const tab = bar.querySelector('[data-tab="insights"]');
+    tab.querySelector(".count")?.remove();
+    if (findings.length) tab.append(h("span", { class: "count" }, String(findings.length)));
+  });
   els.error = h("div", {}, errorBox(job));
   app.append(header(job), els.error, factsSlot, markerNote() || "", bar,
     ...Object.values(panels).map((p) => p.el));
