@@ -110,56 +110,39 @@ class Engine:
         for connection in self.connections:
             connection.close()
 
-    def lines(self) -> dict[str, Callable[[], Callable[[], None]]]:
-        """Per line, a maker of its call (tables made when the line starts)."""
+    def one_part(self, tables: list[str], stream: bytes) -> None:
+        insert(self.connections[0], tables[0], COLUMNS, stream)
 
-        def one_part() -> Callable[[], None]:
-            table, batches = self.fresh()[0], Batches()
-            return lambda: insert(self.connections[0], table, COLUMNS, batches.next())
+    def in_turn(self, tables: list[str], stream: bytes) -> None:
+        for table in tables:
+            insert(self.connections[0], table, COLUMNS, stream)
 
-        def in_turn(merges: bool) -> Callable[[], Callable[[], None]]:
-            def make() -> Callable[[], None]:
-                tables, batches = self.fresh(merges), Batches()
+    def side_by_side(self, tables: list[str], stream: bytes) -> None:
+        pending = [
+            self.pool.submit(insert, connection, table, COLUMNS, stream)
+            for connection, table in zip(self.connections, tables, strict=True)
+        ]
+        for future in pending:
+            future.result()
 
-                def call() -> None:
-                    stream = batches.next()
-                    for table in tables:
-                        insert(self.connections[0], table, COLUMNS, stream)
+    def fanned_out(self, tables: list[str], stream: bytes) -> None:
+        insert(self.connections[0], tables[0].split(".")[0] + ".batch", f"kind, {COLUMNS}", stream)
 
-                return call
 
-            return make
+# label, how a batch is written, whether the engine merges, whether its tables are fed by views
+LINES: list[tuple[str, Callable[[Engine, list[str], bytes], None], bool, bool]] = [
+    ("one part", Engine.one_part, True, False),
+    ("three parts, one after another", Engine.in_turn, True, False),
+    ("three parts, side by side", Engine.side_by_side, True, False),
+    ("three parts, one after another, merges stopped", Engine.in_turn, False, False),
+    ("three parts, side by side, merges stopped", Engine.side_by_side, False, False),
+    ("three parts from one insert (views)", Engine.fanned_out, True, True),
+]
 
-        def side_by_side(merges: bool) -> Callable[[], Callable[[], None]]:
-            def make() -> Callable[[], None]:
-                tables, batches = self.fresh(merges), Batches()
 
-                def call() -> None:
-                    stream = batches.next()
-                    pending = [
-                        self.pool.submit(insert, connection, table, COLUMNS, stream)
-                        for connection, table in zip(self.connections, tables, strict=True)
-                    ]
-                    for future in pending:
-                        future.result()
-
-                return call
-
-            return make
-
-        def fanned_out() -> Callable[[], None]:
-            tables, batches = self.fresh(fanned_out=True), Batches(kinds=len(TABLES))
-            batch = tables[0].split(".")[0] + ".batch"
-            return lambda: insert(self.connections[0], batch, f"kind, {COLUMNS}", batches.next())
-
-        return {
-            "one part": one_part,
-            "three parts, one after another": in_turn(True),
-            "three parts, side by side": side_by_side(True),
-            "three parts, one after another, merges stopped": in_turn(False),
-            "three parts, side by side, merges stopped": side_by_side(False),
-            "three parts from one insert (views)": fanned_out,
-        }
+def _batch_by(engine: Engine, write: Callable[..., None], tables: list[str], batches: Batches) -> Callable[[], None]:
+    """One timed call of a line: the next batch's stream built, then written."""
+    return lambda: write(engine, tables, batches.next())
 
 
 def main() -> int:
@@ -170,8 +153,9 @@ def main() -> int:
     print(f"engine:  embedded chdb, a fresh data directory; {ROWS} rows a part; p50 / p99 in ms per batch")
     with tempfile.TemporaryDirectory() as path:
         engine = Engine(path)
-        for label, make in engine.lines().items():
-            ms = timed(make(), args.repeats, 20)
+        for label, write, merges, fanned_out in LINES:
+            tables, batches = engine.fresh(merges, fanned_out), Batches(kinds=len(TABLES) if fanned_out else 1)
+            ms = timed(_batch_by(engine, write, tables, batches), args.repeats, 20)
             print(f"  {label:<50} p50 {np.percentile(ms, 50):7.3f}   p99 {np.percentile(ms, 99):7.3f}")
         engine.close()
     return 0
