@@ -64,6 +64,22 @@ def test_the_writers_blocks_are_the_blocks_the_sql_definition_gives(store: Store
     _assert_same(got, want, (*_SUMS, *_ENVELOPES, "last"))
 
 
+def test_batches_of_one_point_per_series_give_the_blocks_the_sql_definition_gives(store: Store) -> None:
+    # an SDK's batch: every series one new point, so no two blocks of a series join at any level
+    for step in range(40):
+        iters = np.array([step * 700])
+        ts = 1_700_000_000_000 + iters * 97
+        batch = [
+            _points("j", metric, variant, iters, ts, np.array([np.nan if step == 7 else step / (1 + len(variant))]))
+            for metric in ("loss", "lr")
+            for variant in ("train", "eval", "test")
+        ]
+        store.writer.write({"scalars": pa.concat_tables(batch)})
+    got, want = _stored_rollup(store), _defined_rollup(store)
+    assert len(want) > 1000
+    _assert_same(got, want, (*_SUMS, *_ENVELOPES, "last"))
+
+
 def test_blocks_of_replaced_points_count_the_new_values_alone(store: Store) -> None:
     iters = np.arange(10_000)
     ts = 1_700_000_000_000 + iters * 1000

@@ -137,6 +137,10 @@ def _axis_rows(
     for below, level in itertools.pairwise(levels):
         block = level_rows["block"] >> (level - below)
         starts = _run_starts(level_rows["code"], block)
+        if len(starts) == len(block):  # no two blocks join (a series' one point): the same rows, coarser blocks
+            level_rows = {**level_rows, "block": block}
+            out.append(_with_level(level_rows, axis, level))
+            continue
         ends = np.append(starts[1:], len(block)) - 1
         level_rows = {
             "code": level_rows["code"][starts],
