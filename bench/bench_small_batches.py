@@ -16,8 +16,13 @@ on the embedded transport the engine's statement threads and its background merg
 makes (through the stand-in the engine runs in the stand-in's process, not counted). The issue's targets: at 30 clients
 >= 50 % of the trivial rate with p99 <= 100 ms; one small batch acked within 4x the trivial round trip.
 
+With ``--sustain MINUTES``, then one ingest load at the largest concurrency for that many minutes, a line per
+minute (requests/s, p50, p99, the engine's merges in cores, the files of the data directory): the rate once the
+merges of the parts written have caught up.
+
     .venv/bin/python bench/bench_small_batches.py
     .venv/bin/python bench/bench_small_batches.py --seconds 15 --transports embedded
+    .venv/bin/python bench/bench_small_batches.py --transports embedded --clients 8 --sustain 6
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 from common import Http  # noqa: E402 - the loopback client shared with the comparative benchmark
 from transports import server_on  # noqa: E402 - imports jobpulse from this checkout's src
 
+from jobpulse.testing import ServerProcess  # noqa: E402 - from this checkout's src
+
 POINTS = 200
 CONTENT_TYPE = "application/x-ndjson"
 
@@ -52,17 +59,21 @@ def batch(client: int, step: int) -> bytes:
     return b"\n".join(lines)
 
 
-def load(http: Http, clients: int, seconds: float, ingest: bool) -> list[float]:
-    """Each client thread sends one request after another for ``seconds``; the wall times, in seconds."""
+def load(
+    http: Http, clients: int, seconds: float, ingest: bool, job: str = "small", steps: list[int] | None = None
+) -> list[float]:
+    """Each client thread sends one request after another for ``seconds``; the wall times, in seconds. Client ``n``
+    writes job ``<job>-<clients>-<n>``, from iteration ``steps[n]`` on (0 without ``steps``, which it advances)."""
     times: list[float] = []
     lock = threading.Lock()
     stop = time.monotonic() + seconds
+    steps = steps if steps is not None else [0] * clients
 
     def client(n: int) -> None:
-        mine, step = [], 0
-        path = f"/jp/v1/ingest?project=bench&job=small-{clients}-{n}&worker=worker-0"
+        mine = []
+        path = f"/jp/v1/ingest?project=bench&job={job}-{clients}-{n}&worker=worker-0"
         while time.monotonic() < stop:
-            body = batch(n, step) if ingest else None
+            body = batch(n, steps[n]) if ingest else None
             started = time.perf_counter()
             if ingest:
                 http.post(path, body, CONTENT_TYPE)
@@ -70,7 +81,7 @@ def load(http: Http, clients: int, seconds: float, ingest: bool) -> list[float]:
                 status, _ = http.request("GET", "/healthz")
                 assert status == 200, status
             mine.append(time.perf_counter() - started)
-            step += 1
+            steps[n] += 1
         with lock:
             times.extend(mine)
         http.close()
@@ -168,6 +179,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0, help="length of each load, in seconds")
     parser.add_argument("--clients", default="1,8,30", help="concurrencies, comma separated")
     parser.add_argument("--transports", default="embedded,standin", help="embedded, standin or both")
+    parser.add_argument(
+        "--sustain", type=int, default=0, help="then minutes of ingest at the largest concurrency, a line per minute"
+    )
     args = parser.parse_args()
     concurrency = [int(c) for c in args.clients.split(",")]
     transports = args.transports.split(",")
@@ -177,6 +191,26 @@ def main() -> None:
     for transport in transports:
         with server_on(transport) as (server, label):
             run_transport(label, server.url, server.api_key, concurrency, args.seconds, server.process.pid)
+            if args.sustain:
+                sustain(server, max(concurrency), args.sustain)
+
+
+def sustain(server: ServerProcess, clients: int, minutes: int) -> None:
+    """One ingest load of ``minutes`` minutes at ``clients``, printed minute by minute: the rate once the engine's
+    merges of the parts written have caught up, and the files of the data directory as they come and go."""
+    http = Http(server.url, {"Authorization": f"Bearer {server.api_key}"})
+    print(f"\n{clients} clients posting without pause for {minutes} min, minute by minute:")
+    print(f"{'minute':>7} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'merges':>7} {'files':>8}")
+    steps = [0] * clients
+    for minute in range(1, minutes + 1):
+        before = thread_cpu(server.process.pid)
+        result = row("ingest", clients, load(http, clients, 60.0, True, "sustained", steps), 60.0, POINTS)
+        merges = (thread_cpu(server.process.pid) - before).get("engine merges", 0.0) / 60
+        files = sum(len(names) for _, _, names in os.walk(server.data_dir))
+        print(
+            f"{minute:>7} {result['req/s']:>8.1f} {result['p50 ms']:>8.1f} {result['p99 ms']:>8.1f} "
+            f"{merges:>7.2f} {files:>8}"
+        )
 
 
 if __name__ == "__main__":
