@@ -34,14 +34,20 @@ GIB = 1 << 30
 EPOCHS = 30
 EPOCH_MS = SPAN_S * 1000 // EPOCHS
 FAILING_WORKER = 2
-FAIL_OFFSET_MS = 2000 + 28 * EPOCH_MS + EPOCH_MS * 6 // 10  # in its 29th epoch, 1h52m in
+FIRST_EPOCH_MS = 2000  # the first epoch starts once the process group is up
+FAIL_OFFSET_MS = FIRST_EPOCH_MS + 28 * EPOCH_MS + EPOCH_MS * 6 // 10  # in its 29th epoch, 1h52m in
 THROTTLED = (1, 5)  # (worker, GPU) that runs hot and throttles its clocks
 STARVED_EPOCHS = (20, 24)  # the epochs (first, end) in which the input pipeline cannot keep up: 1h20m to 1h36m
 
 
+def epoch_start(t0: int, epoch: int) -> int:
+    """When ``epoch`` (from 0) of the job started at ``t0`` begins, in ms."""
+    return t0 + FIRST_EPOCH_MS + epoch * EPOCH_MS
+
+
 def _starved(ts: np.ndarray, t0: int) -> np.ndarray:
     """Which of the times ``ts`` fall in the epochs the input pipeline cannot keep up with."""
-    first, end = (t0 + 2000 + epoch * EPOCH_MS for epoch in STARVED_EPOCHS)
+    first, end = (epoch_start(t0, epoch) for epoch in STARVED_EPOCHS)
     return (ts >= first) & (ts < end)
 
 
@@ -196,7 +202,7 @@ def _logs(t0: int, worker: int) -> dict:
     lines.append((t0 + 800, "info", f"[{w}] rank {worker * GPUS}-{worker * GPUS + GPUS - 1} ready on 8x H100 80GB"))
     lines.append((t0 + 1500, "warning", f"[{w}] NCCL_IB_TIMEOUT not set, using default 18"))
     for epoch in range(EPOCHS):
-        start = t0 + 2000 + epoch * EPOCH_MS
+        start = epoch_start(t0, epoch)
         for step in range(0, 100, 10):
             when = start + step * EPOCH_MS // 100
             loss = 6.9 * math.exp(-4 * (epoch * 100 + step) / 3000) + 0.9

@@ -13,7 +13,7 @@ from cli_support import DEMO_PROJECT
 
 from jobpulse.client import Client
 from jobpulse.credentials import Credentials
-from jobpulse.demo import EPOCH_MS, ERROR, SPAN_S, STARVED_EPOCHS, THROTTLED
+from jobpulse.demo import ERROR, SPAN_S, STARVED_EPOCHS, THROTTLED, epoch_start
 from jobpulse.testing import running_server
 
 pytestmark = pytest.mark.e2e
@@ -74,7 +74,7 @@ def test_the_insights_find_the_hot_gpu_and_the_input_bound_epochs_and_nothing_el
     ]
     underused = found[1]
     assert underused["evidence"]["causes"] == ["input_bound"]
-    first, end = (story["job"]["started"] + 2000 + epoch * EPOCH_MS for epoch in STARVED_EPOCHS)
+    first, end = (epoch_start(story["job"]["started"], epoch) for epoch in STARVED_EPOCHS)
     # the detector's ten-minute window opens within the starved epochs and closes a few minutes after them
     assert first - 10 * 60_000 <= underused["started"] < end and first < underused["ended"] <= end + 10 * 60_000
 
