@@ -174,6 +174,24 @@ def run_transport(name: str, url: str, key: str, concurrency: list[int], seconds
             print(used)
 
 
+def sustain(server: ServerProcess, clients: int, minutes: int) -> None:
+    """One ingest load of ``minutes`` minutes at ``clients``, printed minute by minute: the rate once the engine's
+    merges of the parts written have caught up, and the files of the data directory as they come and go."""
+    http = Http(server.url, {"Authorization": f"Bearer {server.api_key}"})
+    print(f"\n{clients} clients posting without pause for {minutes} min, minute by minute:")
+    print(f"{'minute':>7} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'merges':>7} {'files':>8}")
+    steps = [0] * clients
+    for minute in range(1, minutes + 1):
+        before = thread_cpu(server.process.pid)
+        result = row("ingest", clients, load(http, clients, 60.0, True, "sustained", steps), 60.0, POINTS)
+        merges = (thread_cpu(server.process.pid) - before).get("engine merges", 0.0) / 60
+        files = sum(len(names) for _, _, names in os.walk(server.data_dir))
+        print(
+            f"{minute:>7} {result['req/s']:>8.1f} {result['p50 ms']:>8.1f} {result['p99 ms']:>8.1f} "
+            f"{merges:>7.2f} {files:>8}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=15.0, help="length of each load, in seconds")
@@ -193,24 +211,6 @@ def main() -> None:
             run_transport(label, server.url, server.api_key, concurrency, args.seconds, server.process.pid)
             if args.sustain:
                 sustain(server, max(concurrency), args.sustain)
-
-
-def sustain(server: ServerProcess, clients: int, minutes: int) -> None:
-    """One ingest load of ``minutes`` minutes at ``clients``, printed minute by minute: the rate once the engine's
-    merges of the parts written have caught up, and the files of the data directory as they come and go."""
-    http = Http(server.url, {"Authorization": f"Bearer {server.api_key}"})
-    print(f"\n{clients} clients posting without pause for {minutes} min, minute by minute:")
-    print(f"{'minute':>7} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'merges':>7} {'files':>8}")
-    steps = [0] * clients
-    for minute in range(1, minutes + 1):
-        before = thread_cpu(server.process.pid)
-        result = row("ingest", clients, load(http, clients, 60.0, True, "sustained", steps), 60.0, POINTS)
-        merges = (thread_cpu(server.process.pid) - before).get("engine merges", 0.0) / 60
-        files = sum(len(names) for _, _, names in os.walk(server.data_dir))
-        print(
-            f"{minute:>7} {result['req/s']:>8.1f} {result['p50 ms']:>8.1f} {result['p99 ms']:>8.1f} "
-            f"{merges:>7.2f} {files:>8}"
-        )
 
 
 if __name__ == "__main__":
