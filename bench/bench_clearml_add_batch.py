@@ -18,7 +18,9 @@ store). Every figure is the client's wall time from sending the request to readi
 script prints p50 and p99 in milliseconds, the machine (with its load average: a busy machine slows the
 store's inserts most), the transport and the data size, and, from the server's ``/metrics``, the mean time
 of the store's insert (the group commit) per request, the part of an add_batch spent below the ClearML
-layer. After each shape the stored events are counted through the ClearML API, so a fast wrong answer fails.
+layer; and where the script started the server, the CPU that process used per request (warm-up included), by
+kind of thread (the interpreter, the engine's statements, the engine's background merges of the parts the inserts
+made). After each shape the stored events are counted through the ClearML API, so a fast wrong answer fails.
 
     .venv/bin/python bench/bench_clearml_add_batch.py
     .venv/bin/python bench/bench_clearml_add_batch.py --requests 2000 --events 100
@@ -38,6 +40,7 @@ from typing import Any
 import numpy as np
 import orjson
 from machine import describe
+from server_threads import shares, thread_cpu
 from timing import timed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -206,6 +209,7 @@ def main() -> int:
     args = parser.parse_args()
     shapes = {"scalars": scalar_events, "logs": log_events, "mixed": mixed_events}
     with ExitStack() as stack:
+        pid = 0  # the server's process, where this script started it
         if args.url:
             url, key, transport = args.url, args.api_key or "", "the server's own storage (--url)"
         else:
@@ -213,6 +217,7 @@ def main() -> int:
 
             server = stack.enter_context(running_server())
             url, key, transport = server.url, server.api_key, "embedded chdb (jobpulse server's default)"
+            pid = server.process.pid
         http = login(url, key)
         print(f"machine:   {describe()}")
         print(f"server:    {url}, storage: {transport}")
@@ -226,13 +231,16 @@ def main() -> int:
         print(line("POST /v2.23/server.info", timed(trivial(http, "/v2.23/server.info", "POST"), args.requests, 10)))
         print(f"events.add_batch of {args.events} events:")
         for name in args.shapes.split(","):
-            before = commit_seconds(url, key)
+            before, cpu_before = commit_seconds(url, key), thread_cpu(pid) if pid else None
             ms = add_batch_shape(http, name, shapes[name], args)
-            after = commit_seconds(url, key)
+            after, cpu_after = commit_seconds(url, key), thread_cpu(pid) if pid else None
             store = ""
             if before and after and after[1] > before[1]:
                 store = f"   store insert {1000 * (after[0] - before[0]) / (after[1] - before[1]):6.2f} ms mean"
             print(line(name, ms) + store)
+            if cpu_before is not None and cpu_after is not None and cpu_after - cpu_before:
+                calls = (args.warmup + args.requests) / 1000  # per request, in ms
+                print(f"    server CPU per request: {shares(cpu_after - cpu_before, calls, 'ms')}")
     return 0
 
 

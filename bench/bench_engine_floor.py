@@ -1,8 +1,9 @@
 """The floor under every write's latency: what the embedded engine and this machine take for the smallest statements.
 
 A small request's time is mostly the engine's statements, so this prints what the engine itself takes, without
-jobpulse around it: ``SELECT 1`` and an insert of 100 rows (a ClearML ``add_batch`` of 100 scalar events is 100
-points) into a MergeTree table, through one chdb connection to a fresh data directory, each timed --repeats times
+jobpulse around it: ``SELECT 1``, and an insert of 100 rows (a ClearML ``add_batch`` of 100 scalar events is 100
+points) into a MergeTree table and into a ``Null`` table (the same statement, which keeps no part: what a part
+adds to it), through one chdb connection to a fresh data directory, each timed --repeats times
 back to back and again after a pause before every statement (--pause-ms; the ClearML SDK's reporter waits between
 its batches; and a longer one, --long-pause-s, as between a person's clicks). Beside them, the same pauses before
 a hand-off between two Python threads (one puts an item on a queue, the other answers on another), which measures
@@ -46,17 +47,19 @@ def thread_handoff() -> Callable[[], None]:
 
 
 def engine_calls(path: str) -> dict[str, Callable[[], None]]:
-    """``SELECT 1`` and a 100-row insert through one chdb connection to ``path``."""
+    """``SELECT 1`` and a 100-row insert into a MergeTree and into a ``Null`` table through one chdb connection."""
     import chdb
 
     connection = chdb.connect(path)
     connection.query(
         "CREATE TABLE points (series String, iter Int64, value Float64) ENGINE = MergeTree ORDER BY (series, iter)"
     )
+    connection.query("CREATE TABLE nowhere (series String, iter Int64, value Float64) ENGINE = Null")
     rows = ", ".join(f"('metric_{k // 10}/variant_{k % 10}', 0, {k / 100})" for k in range(100))
     return {
         "SELECT 1": lambda: connection.query("SELECT 1", "Null"),
         "INSERT of 100 rows": lambda: connection.query(f"INSERT INTO points VALUES {rows}", "Null"),
+        "the same, Null table": lambda: connection.query(f"INSERT INTO nowhere VALUES {rows}", "Null"),
     }
 
 

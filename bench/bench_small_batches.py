@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 from machine import describe
+from server_threads import shares, thread_cpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
@@ -120,34 +121,9 @@ def single(http: Http, repeats: int = 50) -> tuple[float, float]:
     return float(np.median(acks) * 1000), float(np.median(trips) * 1000)
 
 
-# chdb's thread names -> what they do for the server
-THREAD_KINDS = {"python": "interpreter", "MergeMutate": "engine merges", "ThreadPool": "engine statements"}
-
-
-def thread_cpu(pid: int) -> Counter:
-    """CPU seconds each kind of thread of process ``pid`` has used so far (empty where /proc is not there)."""
-    used: Counter = Counter()
-    tasks = f"/proc/{pid}/task"
-    if not os.path.isdir(tasks):
-        return used
-    tick = os.sysconf("SC_CLK_TCK")
-    for tid in os.listdir(tasks):
-        try:
-            with open(f"{tasks}/{tid}/comm") as comm, open(f"{tasks}/{tid}/stat") as stat:
-                name, fields = comm.read().strip(), stat.read().rsplit(")", 1)[1].split()
-        except OSError:  # the thread ended meanwhile
-            continue
-        used[THREAD_KINDS.get(name.rstrip("0123456789"), "other")] += (int(fields[11]) + int(fields[12])) / tick
-    return used
-
-
 def cpu_line(before: Counter, after: Counter, seconds: float) -> str:
     used = after - before
-    if not used:
-        return ""
-    kinds = [kind for kind in (*THREAD_KINDS.values(), "other") if kind in used]
-    parts = ", ".join(f"{kind} {used[kind] / seconds:.2f}" for kind in kinds)
-    return f"        server CPU under ingest: {sum(used.values()) / seconds:.2f} cores ({parts})"
+    return f"        server CPU under ingest: {shares(used, seconds, 'cores')}" if used else ""
 
 
 def run_transport(name: str, url: str, key: str, concurrency: list[int], seconds: float, pid: int) -> None:
