@@ -209,7 +209,7 @@ def main() -> int:
     args = parser.parse_args()
     shapes = {"scalars": scalar_events, "logs": log_events, "mixed": mixed_events}
     with ExitStack() as stack:
-        pid = 0  # the server's process, where this script started it
+        pid = 0  # the server's process, where this script started it (0: none to read)
         if args.url:
             url, key, transport = args.url, args.api_key or "", "the server's own storage (--url)"
         else:
@@ -231,16 +231,16 @@ def main() -> int:
         print(line("POST /v2.23/server.info", timed(trivial(http, "/v2.23/server.info", "POST"), args.requests, 10)))
         print(f"events.add_batch of {args.events} events:")
         for name in args.shapes.split(","):
-            before, cpu_before = commit_seconds(url, key), thread_cpu(pid) if pid else None
+            before, cpu_before = commit_seconds(url, key), thread_cpu(pid)
             ms = add_batch_shape(http, name, shapes[name], args)
-            after, cpu_after = commit_seconds(url, key), thread_cpu(pid) if pid else None
+            after, used = commit_seconds(url, key), thread_cpu(pid) - cpu_before
             store = ""
             if before and after and after[1] > before[1]:
                 store = f"   store insert {1000 * (after[0] - before[0]) / (after[1] - before[1]):6.2f} ms mean"
             print(line(name, ms) + store)
-            if cpu_before is not None and cpu_after is not None and cpu_after - cpu_before:
+            if used:  # only where this script started the server
                 calls = (args.warmup + args.requests) / 1000  # per request, in ms
-                print(f"    server CPU per request: {shares(cpu_after - cpu_before, calls, 'ms')}")
+                print(f"    server CPU per request: {shares(used, calls, 'ms')}")
     return 0
 
 

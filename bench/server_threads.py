@@ -14,10 +14,11 @@ THREAD_KINDS = {"python": "interpreter", "MergeMutate": "engine merges", "Thread
 
 
 def thread_cpu(pid: int) -> Counter:
-    """CPU seconds each kind of thread of process ``pid`` has used so far (empty where /proc is not there)."""
+    """CPU seconds each kind of thread of process ``pid`` has used so far (empty for pid 0, no process, or where /proc
+    is not there)."""
     used: Counter = Counter()
     tasks = f"/proc/{pid}/task"
-    if not os.path.isdir(tasks):
+    if not pid or not os.path.isdir(tasks):
         return used
     tick = os.sysconf("SC_CLK_TCK")
     for tid in os.listdir(tasks):
